@@ -1,0 +1,40 @@
+#include "halite/common/logging.h"
+
+#include <spdlog/sinks/basic_file_sink.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+
+namespace halite {
+
+std::optional<spdlog::level::level_enum> ParseLogLevel(std::string_view name) {
+  if (name == "trace" || name == "garbage" || name == "all") return spdlog::level::trace;
+  if (name == "debug" || name == "profile") return spdlog::level::debug;
+  if (name == "info") return spdlog::level::info;
+  if (name == "warning" || name == "warn") return spdlog::level::warn;
+  if (name == "error") return spdlog::level::err;
+  if (name == "critical") return spdlog::level::critical;
+  if (name == "quiet") return spdlog::level::off;
+  return std::nullopt;
+}
+
+Status SetUpLogging(const LogOptions& options) {
+  auto level = ParseLogLevel(options.level);
+  if (!level) return Error::InvalidArgument("unknown log level '" + options.level + "'");
+  std::shared_ptr<spdlog::logger> logger;
+  try {
+    spdlog::drop(options.name);
+    if (options.file.empty()) {
+      logger = spdlog::stderr_color_mt(options.name);
+    } else {
+      logger = spdlog::basic_logger_mt(options.name, options.file);
+    }
+  } catch (const spdlog::spdlog_ex& e) {
+    return Error::Unavailable(std::string("cannot set up logging: ") + e.what());
+  }
+  logger->set_level(*level);
+  logger->set_pattern("%Y-%m-%d %H:%M:%S.%e [%^%l%$] [%t] %v");
+  logger->flush_on(spdlog::level::warn);
+  spdlog::set_default_logger(logger);
+  return OkStatus();
+}
+
+}  // namespace halite
