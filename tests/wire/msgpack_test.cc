@@ -1,1 +1,223 @@
-// placeholder
+#include "halite/wire/msgpack.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+namespace halite::wire {
+namespace {
+
+std::string Unhex(std::string_view hex) {
+  std::string out;
+  for (std::size_t i = 0; i + 1 < hex.size(); i += 2) {
+    out.push_back(static_cast<char>(std::stoi(std::string(hex.substr(i, 2)), nullptr, 16)));
+  }
+  return out;
+}
+
+std::string Hex(std::string_view bytes) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : bytes) {
+    out.push_back(kHex[c >> 4]);
+    out.push_back(kHex[c & 0xf]);
+  }
+  return out;
+}
+
+nlohmann::json LoadVectors() {
+  std::ifstream in(std::string(HALITE_TEST_DATA_DIR) + "/vectors/msgpack.json");
+  return nlohmann::json::parse(in);
+}
+
+// The vectors render Python objects as JSON; {"hex"}, {"bigint"} and {"datetime"} mark the
+// types JSON lacks.
+Value FromJson(const nlohmann::json& j) {
+  if (j.is_null()) return Value();
+  if (j.is_boolean()) return Value(j.get<bool>());
+  if (j.is_number_unsigned()) return Value(j.get<unsigned long long>());  // NOLINT
+  if (j.is_number_integer()) return Value(j.get<long long>());            // NOLINT
+  if (j.is_number_float()) return Value(j.get<double>());
+  if (j.is_string()) return Value(j.get<std::string>());
+  if (j.is_array()) {
+    Array a;
+    for (const auto& e : j) a.push_back(FromJson(e));
+    return Value(std::move(a));
+  }
+  if (j.size() == 1 && j.contains("hex")) return Value::Bin(Unhex(j["hex"].get<std::string>()));
+  if (j.size() == 1 && j.contains("bigint")) return Value(j["bigint"].get<std::string>());
+  if (j.size() == 1 && j.contains("datetime")) {
+    std::string iso = j["datetime"].get<std::string>();  // 2025-01-02T03:04:05.678901
+    std::string salt = iso.substr(0, 4) + iso.substr(5, 2) + iso.substr(8, 2) + iso.substr(10);
+    return Value(Ext{78, salt});
+  }
+  Map m;
+  for (const auto& [k, v] : j.items()) m.emplace_back(Value(k), FromJson(v));
+  return Value(std::move(m));
+}
+
+TEST(MsgpackTest, EveryVectorPacksByteExactInBothModes) {
+  auto vectors = LoadVectors();
+  ASSERT_GE(vectors["cases"].size(), 10u);
+  for (const auto& c : vectors["cases"]) {
+    SCOPED_TRACE(c["name"].get<std::string>());
+    Value v = FromJson(c["value"]);
+    EXPECT_EQ(Hex(Pack(v, Packing::kWire)), c["wire_use_bin_type_false_hex"].get<std::string>());
+    EXPECT_EQ(Hex(Pack(v, Packing::kBinType)),
+              c["ipc_file_use_bin_type_true_hex"].get<std::string>());
+  }
+}
+
+TEST(MsgpackTest, EveryVectorRoundTripsThroughUnpack) {
+  auto vectors = LoadVectors();
+  for (const auto& c : vectors["cases"]) {
+    SCOPED_TRACE(c["name"].get<std::string>());
+    for (const char* field : {"wire_use_bin_type_false_hex", "ipc_file_use_bin_type_true_hex"}) {
+      std::string bytes = Unhex(c[field].get<std::string>());
+      auto v = Unpack(bytes);
+      ASSERT_TRUE(v.ok()) << v.error().ToString();
+      EXPECT_EQ(*v, FromJson(c["value"]));
+      Packing mode = std::string(field).starts_with("wire") ? Packing::kWire : Packing::kBinType;
+      EXPECT_EQ(Hex(Pack(*v, mode)), Hex(bytes));
+    }
+  }
+}
+
+TEST(MsgpackTest, StrAndBinReadAsOneByteStringWithoutUtf8Checks) {
+  std::string invalid_utf8 = "\xff\xfe\x80";
+  auto as_str = Unpack("\xa3" + invalid_utf8);
+  auto as_bin = Unpack(std::string("\xc4\x03", 2) + invalid_utf8);
+  ASSERT_TRUE(as_str.ok());
+  ASSERT_TRUE(as_bin.ok());
+  EXPECT_EQ(*as_str->str(), invalid_utf8);
+  EXPECT_EQ(*as_bin->str(), invalid_utf8);
+  EXPECT_EQ(*as_str, *as_bin);
+  EXPECT_TRUE(as_bin->is_binary_str());
+  // str8 from a modern packer is accepted even though we never emit it on the wire.
+  auto str8 = Unpack(std::string("\xd9\x02hi", 4));
+  ASSERT_TRUE(str8.ok());
+  EXPECT_EQ(*str8->str(), "hi");
+}
+
+TEST(MsgpackTest, MapKeyOrderIsPreserved) {
+  Value m = Value::MapOf({{"zeta", 1}, {"alpha", 2}, {"mid", 3}});
+  auto back = Unpack(Pack(m));
+  ASSERT_TRUE(back.ok());
+  ASSERT_EQ(back->map()->size(), 3u);
+  EXPECT_EQ(*(*back->map())[0].first.str(), "zeta");
+  EXPECT_EQ(*(*back->map())[2].first.str(), "mid");
+}
+
+TEST(MsgpackTest, SetEraseAndFindWorkOnMaps) {
+  Value m = Value::EmptyMap();
+  m.Set("a", 1);
+  m.Set("b", "x");
+  m.Set("a", 5);
+  EXPECT_EQ(*m.Find("a")->int64(), 5);
+  EXPECT_EQ(*m.FindStr("b"), "x");
+  EXPECT_EQ(m.FindStr("a"), nullptr);
+  EXPECT_TRUE(m.Erase("a"));
+  EXPECT_FALSE(m.Erase("a"));
+  EXPECT_EQ(m.Find("a"), nullptr);
+  EXPECT_EQ(Value(3).Find("a"), nullptr);
+}
+
+TEST(MsgpackTest, ExtTypesPassThrough) {
+  std::string salt_const = std::string("\xd4\x4f\x01", 3);  // fixext1, type 79
+  auto v = Unpack(salt_const);
+  ASSERT_TRUE(v.ok());
+  ASSERT_TRUE(v->is_ext());
+  EXPECT_EQ(v->ext()->type, 79);
+  EXPECT_EQ(Pack(*v), salt_const);
+}
+
+TEST(MsgpackTest, TruncatedInputIsAnErrorAtEveryCut) {
+  Value v = Value::MapOf({{"cmd", "_return"},
+                          {"return", Value(Array{1, "two", 3.5, Value::Bin("\x00\x01")})},
+                          {"big", Value(std::string(300, 'x'))}});
+  std::string bytes = Pack(v);
+  for (std::size_t cut = 0; cut < bytes.size(); ++cut) {
+    auto r = Unpack(std::string_view(bytes).substr(0, cut));
+    ASSERT_FALSE(r.ok()) << "cut at " << cut;
+    EXPECT_EQ(r.error().code, ErrorCode::kInvalidArgument);
+  }
+  EXPECT_TRUE(Unpack(bytes).ok());
+}
+
+TEST(MsgpackTest, TrailingBytesAreRejected) {
+  auto r = Unpack(std::string("\xc0\xc0", 2));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("trailing"), std::string::npos);
+}
+
+TEST(MsgpackTest, HugeDeclaredLengthsFailWithoutAllocating) {
+  // array32 / map32 / str32 / bin32 claiming 4 billion entries, with 3 bytes behind them.
+  for (const char* head : {"\xdd\xff\xff\xff\xff", "\xdf\xff\xff\xff\xff", "\xdb\xff\xff\xff\xff",
+                           "\xc6\xff\xff\xff\xff", "\xc9\xff\xff\xff\xff"}) {
+    auto r = Unpack(std::string(head, 5) + "abc");
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().code, ErrorCode::kInvalidArgument);
+  }
+}
+
+TEST(MsgpackTest, DeepNestingIsRejected) {
+  std::string deep(100000, '\x91');  // [[[[...
+  deep.push_back('\xc0');
+  auto r = Unpack(deep);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, ErrorCode::kResourceExhausted);
+  std::string ok_depth(10, '\x91');
+  ok_depth.push_back('\xc0');
+  EXPECT_TRUE(Unpack(ok_depth).ok());
+}
+
+TEST(MsgpackTest, InvalidTypeByteIsRejected) {
+  auto r = Unpack("\xc1");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("0xc1"), std::string::npos);
+}
+
+TEST(MsgpackTest, OversizedDocumentIsRefused) {
+  UnpackLimits limits;
+  limits.max_bytes = 16;
+  auto r = Unpack(Pack(Value(std::string(100, 'a'))), limits);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, ErrorCode::kResourceExhausted);
+}
+
+TEST(MsgpackTest, UnpackOneStreamsDocumentsAndWaitsForMore) {
+  std::string stream = Pack(Value::MapOf({{"head", Value::EmptyMap()}, {"body", Value::Bin("x")}}),
+                            Packing::kBinType);
+  std::string second = Pack(Value(42));
+  stream += second;
+  std::size_t consumed = 0;
+  auto first = UnpackOne(stream, &consumed);
+  ASSERT_TRUE(first.ok());
+  ASSERT_TRUE(first->has_value());
+  EXPECT_EQ(consumed, stream.size() - second.size());
+  // A partial document is "need more", not an error.
+  auto partial = UnpackOne(std::string_view(stream).substr(0, 3), &consumed);
+  ASSERT_TRUE(partial.ok());
+  EXPECT_FALSE(partial->has_value());
+  EXPECT_EQ(consumed, 0u);
+  auto bad = UnpackOne("\xc1", &consumed);
+  EXPECT_FALSE(bad.ok());
+}
+
+TEST(MsgpackTest, TruthyFollowsPython) {
+  EXPECT_FALSE(Value().Truthy());
+  EXPECT_FALSE(Value(0).Truthy());
+  EXPECT_FALSE(Value("").Truthy());
+  EXPECT_FALSE(Value::EmptyMap().Truthy());
+  EXPECT_TRUE(Value("x").Truthy());
+  EXPECT_TRUE(Value(Array{Value()}).Truthy());
+}
+
+TEST(MsgpackTest, JsonRenderingEscapesBytes) {
+  Value v = Value::MapOf({{"a", Value::Bin(std::string("\xff\n", 2))}, {"b", 1.5}, {"c", Value()}});
+  EXPECT_EQ(v.ToJson(), "{\"a\": \"\\u00ff\\n\", \"b\": 1.5, \"c\": null}");
+}
+
+}  // namespace
+}  // namespace halite::wire

@@ -28,8 +28,8 @@ struct CheckVoidify {
 
 }  // namespace halite::internal
 
-#define HALITE_CHECK(condition)        \
-  (condition) ? (void)0                \
+#define HALITE_CHECK(condition)                      \
+  (condition) ? (void)0                              \
               : ::halite::internal::CheckVoidify() & \
                     ::halite::internal::CheckFailure(__FILE__, __LINE__, #condition)
 

@@ -35,7 +35,9 @@ struct [[nodiscard]] Error {
   ErrorCode code = ErrorCode::kInternal;
   std::string message;
 
-  static Error InvalidArgument(std::string m) { return {ErrorCode::kInvalidArgument, std::move(m)}; }
+  static Error InvalidArgument(std::string m) {
+    return {ErrorCode::kInvalidArgument, std::move(m)};
+  }
   static Error NotFound(std::string m) { return {ErrorCode::kNotFound, std::move(m)}; }
   static Error AlreadyExists(std::string m) { return {ErrorCode::kAlreadyExists, std::move(m)}; }
   static Error PermissionDenied(std::string m) {
@@ -68,14 +70,14 @@ template <typename T>
 class [[nodiscard]] Result {
  public:
   using value_type = T;
-  Result(const T& value) : data_(std::in_place_index<0>, value) {}  // NOLINT: implicit
-  Result(T&& value) : data_(std::in_place_index<0>, std::move(value)) {}  // NOLINT: implicit
+  Result(const T& value) : data_(std::in_place_index<0>, value) {}          // NOLINT: implicit
+  Result(T&& value) : data_(std::in_place_index<0>, std::move(value)) {}    // NOLINT: implicit
   Result(Error error) : data_(std::in_place_index<1>, std::move(error)) {}  // NOLINT: implicit
   template <typename U>
-    requires(std::is_constructible_v<T, U &&> && !std::is_same_v<std::decay_t<U>, T> &&
-             !std::is_same_v<std::decay_t<U>, Error> &&
-             !std::is_same_v<std::decay_t<U>, Result<T>>)
-  Result(U&& value) : data_(std::in_place_index<0>, T(std::forward<U>(value))) {}  // NOLINT
+  requires(std::is_constructible_v<T, U&&> && !std::is_same_v<std::decay_t<U>, T> &&
+           !std::is_same_v<std::decay_t<U>, Error> && !std::is_same_v<std::decay_t<U>, Result<T>>)
+      Result(U&& value)
+      : data_(std::in_place_index<0>, T(std::forward<U>(value))) {}  // NOLINT
 
   bool ok() const { return data_.index() == 0; }
   bool has_value() const { return ok(); }
@@ -146,9 +148,9 @@ inline Status OkStatus() { return Status(); }
 #define HALITE_CONCAT_(a, b) HALITE_CONCAT_INNER_(a, b)
 
 // Returns the error of a Result/Status expression from the enclosing function.
-#define HALITE_RETURN_IF_ERROR(expr)                               \
-  do {                                                             \
-    auto&& halite_status_ = (expr);                                \
+#define HALITE_RETURN_IF_ERROR(expr)                                    \
+  do {                                                                  \
+    auto&& halite_status_ = (expr);                                     \
     if (!halite_status_.ok()) return std::move(halite_status_).error(); \
   } while (0)
 

@@ -47,22 +47,22 @@ struct Nil {
 class Value {
  public:
   Value() : v_(Nil{}) {}
-  Value(std::nullptr_t) : v_(Nil{}) {}                      // NOLINT: implicit
-  Value(bool b) : v_(b) {}                                  // NOLINT: implicit
-  Value(int i) : v_(static_cast<std::int64_t>(i)) {}        // NOLINT: implicit
-  Value(long i) : v_(static_cast<std::int64_t>(i)) {}       // NOLINT: implicit
-  Value(long long i) : v_(static_cast<std::int64_t>(i)) {}  // NOLINT: implicit
-  Value(unsigned i) : v_(static_cast<std::int64_t>(i)) {}   // NOLINT: implicit
-  Value(unsigned long i);                                   // NOLINT: implicit
-  Value(unsigned long long i);                              // NOLINT: implicit
-  Value(double d) : v_(d) {}                                // NOLINT: implicit
-  Value(const char* s) : v_(Str{s, false}) {}               // NOLINT: implicit
-  Value(std::string s) : v_(Str{std::move(s), false}) {}    // NOLINT: implicit
+  Value(std::nullptr_t) : v_(Nil{}) {}                           // NOLINT: implicit
+  Value(bool b) : v_(b) {}                                       // NOLINT: implicit
+  Value(int i) : v_(static_cast<std::int64_t>(i)) {}             // NOLINT: implicit
+  Value(long i) : v_(static_cast<std::int64_t>(i)) {}            // NOLINT: implicit
+  Value(long long i) : v_(static_cast<std::int64_t>(i)) {}       // NOLINT: implicit
+  Value(unsigned i) : v_(static_cast<std::int64_t>(i)) {}        // NOLINT: implicit
+  Value(unsigned long i);                                        // NOLINT: implicit
+  Value(unsigned long long i);                                   // NOLINT: implicit
+  Value(double d) : v_(d) {}                                     // NOLINT: implicit
+  Value(const char* s) : v_(Str{s, false}) {}                    // NOLINT: implicit
+  Value(std::string s) : v_(Str{std::move(s), false}) {}         // NOLINT: implicit
   Value(std::string_view s) : v_(Str{std::string(s), false}) {}  // NOLINT: implicit
-  Value(Str s) : v_(std::move(s)) {}                        // NOLINT: implicit
-  Value(Array a) : v_(std::move(a)) {}                      // NOLINT: implicit
-  Value(Map m) : v_(std::move(m)) {}                        // NOLINT: implicit
-  Value(Ext e) : v_(std::move(e)) {}                        // NOLINT: implicit
+  Value(Str s) : v_(std::move(s)) {}                             // NOLINT: implicit
+  Value(Array a) : v_(std::move(a)) {}                           // NOLINT: implicit
+  Value(Map m) : v_(std::move(m)) {}                             // NOLINT: implicit
+  Value(Ext e) : v_(std::move(e)) {}                             // NOLINT: implicit
 
   static Value Bin(std::string bytes) { return Value(Str{std::move(bytes), true}); }
   static Value EmptyMap() { return Value(Map{}); }
@@ -90,9 +90,9 @@ class Value {
   Map* map();
   const Ext* ext() const;
   std::optional<bool> boolean() const;
-  std::optional<std::int64_t> int64() const;  // nullopt for uint64 above INT64_MAX
+  std::optional<std::int64_t> int64() const;    // nullopt for uint64 above INT64_MAX
   std::optional<std::uint64_t> uint64() const;  // nullopt for negatives
-  std::optional<double> float64() const;  // ints convert too
+  std::optional<double> float64() const;        // ints convert too
   bool is_binary_str() const;
 
   // Truthiness in Python's sense: nil/false/0/""/[]/{} are false.
@@ -113,7 +113,8 @@ class Value {
 
   bool operator==(const Value& other) const { return v_ == other.v_; }
 
-  using Variant = std::variant<Nil, bool, std::int64_t, std::uint64_t, double, Str, Array, Map, Ext>;
+  using Variant =
+      std::variant<Nil, bool, std::int64_t, std::uint64_t, double, Str, Array, Map, Ext>;
   const Variant& variant() const { return v_; }
 
  private:
