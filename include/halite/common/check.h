@@ -23,7 +23,7 @@ class CheckFailure {
 
 // Swallows the stream in the not-failed branch so the macro is one expression.
 struct CheckVoidify {
-  void operator&(CheckFailure&) {}
+  void operator&(const CheckFailure&) {}
 };
 
 }  // namespace halite::internal

@@ -1,0 +1,36 @@
+// Salt event packing (salt-wire.md 8.2) and the IPC frame around it (8.1, 10.5).
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <string_view>
+
+#include "halite/common/result.h"
+#include "halite/wire/msgpack.h"
+
+namespace halite::wire {
+
+struct Event {
+  std::string tag;
+  Value data;  // a map
+};
+
+// tag || "\n\n" || msgpack-bin(data). `data` is packed as given (add _stamp first if wanted).
+std::string PackEvent(std::string_view tag, const Value& data);
+// Splits at the first "\n\n"; the data must decode to a map.
+Result<Event> UnpackEvent(std::string_view packed);
+
+// {"head": {}, "body": <packed as bin>} in the bin-type packing: what Salt writes on its
+// event sockets and the cluster pool.
+std::string FrameEvent(std::string_view packed);
+// Inverse of FrameEvent for one already-split document.
+Result<std::string> UnframeEvent(const Value& frame);
+
+// datetime.utcnow().isoformat(): "2025-01-01T12:00:00.123456".
+std::string IsoStamp(std::chrono::system_clock::time_point t = std::chrono::system_clock::now());
+
+// Adds (or replaces) `_stamp` as the last key of a map.
+void AddStamp(Value& data,
+              std::chrono::system_clock::time_point t = std::chrono::system_clock::now());
+
+}  // namespace halite::wire

@@ -1,0 +1,69 @@
+#include "halite/wire/event.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+namespace halite::wire {
+namespace {
+
+std::string Hex(std::string_view bytes) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : bytes) {
+    out.push_back(kHex[c >> 4]);
+    out.push_back(kHex[c & 0xf]);
+  }
+  return out;
+}
+
+Value FromJson(const nlohmann::ordered_json& j) {
+  if (j.is_null()) return Value();
+  if (j.is_boolean()) return Value(j.get<bool>());
+  if (j.is_number_integer()) return Value(j.get<long long>());  // NOLINT
+  if (j.is_number_float()) return Value(j.get<double>());
+  if (j.is_string()) return Value(j.get<std::string>());
+  if (j.is_array()) {
+    Array a;
+    for (const auto& e : j) a.push_back(FromJson(e));
+    return Value(std::move(a));
+  }
+  Map m;
+  for (const auto& [k, v] : j.items()) m.emplace_back(Value(k), FromJson(v));
+  return Value(std::move(m));
+}
+
+TEST(EventTest, PackedEventsAndFramesMatchSalt) {
+  std::ifstream in(std::string(HALITE_TEST_DATA_DIR) + "/vectors/events.json");
+  auto vectors = nlohmann::ordered_json::parse(in);
+  ASSERT_EQ(vectors["events"].size(), 4u);
+  for (const auto& e : vectors["events"]) {
+    SCOPED_TRACE(e["tag"].get<std::string>());
+    std::string packed = PackEvent(e["tag"].get<std::string>(), FromJson(e["data"]));
+    EXPECT_EQ(Hex(packed), e["packed_hex"].get<std::string>());
+    EXPECT_EQ(Hex(FrameEvent(packed)), e["pull_side_frame_hex"].get<std::string>());
+    auto back = UnpackEvent(packed);
+    ASSERT_TRUE(back.ok()) << back.error().ToString();
+    EXPECT_EQ(back->tag, e["tag"].get<std::string>());
+    EXPECT_EQ(back->data, FromJson(e["data"]));
+  }
+}
+
+TEST(EventTest, MalformedEventsAreErrors) {
+  EXPECT_FALSE(UnpackEvent("no separator").ok());
+  EXPECT_FALSE(UnpackEvent(std::string("tag\n\n\x01", 6)).ok());  // data not a map
+  EXPECT_FALSE(UnpackEvent("tag\n\n\xc1").ok());
+}
+
+TEST(EventTest, StampIsUtcIsoWithMicroseconds) {
+  auto t = std::chrono::system_clock::time_point(std::chrono::microseconds(1735732800123456LL));
+  EXPECT_EQ(IsoStamp(t), "2025-01-01T12:00:00.123456");
+  Value data = Value::MapOf({{"_stamp", "old"}, {"a", 1}});
+  AddStamp(data, t);
+  EXPECT_EQ(*data.map()->back().first.str(), "_stamp");
+  EXPECT_EQ(*data.FindStr("_stamp"), "2025-01-01T12:00:00.123456");
+}
+
+}  // namespace
+}  // namespace halite::wire
