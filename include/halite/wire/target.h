@@ -1,0 +1,33 @@
+// Salt's target matchers (salt-wire.md 7.2, 7.3): glob, pcre, list, grain, grain_pcre and
+// compound (and / or / not / parentheses over G@ P@ E@ L@ and plain globs). Used by the
+// master to resolve whom to wait for and by the minion to decide whether a job is its own.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "halite/common/result.h"
+#include "halite/wire/msgpack.h"
+
+namespace halite::wire {
+
+struct TargetContext {
+  std::string_view id;
+  // The minion's grains map, or nullptr when unknown. With `greedy` (the master's view), a
+  // grain expression matches a minion whose grains are unknown, as Salt's check_minions does.
+  const Value* grains = nullptr;
+  bool greedy = false;
+  std::string_view delimiter = ":";
+};
+
+// Error::InvalidArgument for an unknown target type, a bad regex or a malformed compound
+// expression; otherwise whether the minion matches.
+Result<bool> MatchTarget(const Value& tgt, std::string_view tgt_type, const TargetContext& ctx);
+
+// Salt's fnmatch-style glob (*, ?, [seq], [!seq]), case-sensitive.
+bool GlobMatch(std::string_view pattern, std::string_view text);
+
+// Renders a scalar the way Python's str() would for matching (True/False/None, ints).
+std::string ScalarToString(const Value& v);
+
+}  // namespace halite::wire
