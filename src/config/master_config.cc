@@ -1,1 +1,226 @@
-// placeholder
+#include "halite/config/master_config.h"
+
+#include <utility>
+
+#include "checks.h"
+#include "halite/config/yaml.h"
+
+namespace halite::config {
+namespace {
+
+using internal::kMaxInt;
+using internal::kMaxPort;
+using internal::kMaxSeconds;
+using internal::Quoted;
+
+constexpr std::int64_t kMaxMinutes = kMaxSeconds / 60;
+constexpr std::int64_t kMaxKeepJobsHours = kMaxSeconds / 3600;
+
+void ReadAll(YamlMapReader& r, MasterConfig& c) {
+  if (!r.ReadString("id", c.id) || c.id.empty()) c.id = DefaultId();  // Salt: empty id = unset
+  r.ReadString("interface", c.interface);
+  r.ReadInt("publish_port", c.publish_port, 1, kMaxPort);
+  r.ReadInt("ret_port", c.ret_port, 1, kMaxPort);
+  r.ReadString("root_dir", c.root_dir);
+  r.ReadString("pki_dir", c.pki_dir);
+  r.ReadString("cachedir", c.cachedir);
+  r.ReadString("sock_dir", c.sock_dir);
+  r.ReadString("log_file", c.log_file);
+  r.ReadString("log_level", c.log_level);
+  r.ReadString("user", c.user);
+
+  r.ReadBool("auto_accept", c.auto_accept);
+  r.ReadBool("open_mode", c.open_mode);
+  r.ReadString("autosign_file", c.autosign_file);
+  r.ReadString("autoreject_file", c.autoreject_file);
+  r.ReadDuration("autosign_timeout", c.autosign_timeout, 0, kMaxMinutes);
+  r.ReadBool("permissive_pki_access", c.permissive_pki_access);
+  r.ReadInt("keysize", c.keysize, internal::kMinKeysize, internal::kMaxKeysize);
+  r.ReadInt("max_minions", c.max_minions, 0, kMaxInt);
+  r.ReadBool("auth_events", c.auth_events);
+  r.ReadBool("minion_data_cache", c.minion_data_cache);
+
+  r.ReadInt("worker_threads", c.worker_threads, 1, 1024);
+  // keep_jobs (hours) is Salt's deprecated spelling; it counts only without keep_jobs_seconds.
+  const bool has_keep_jobs_seconds = r.Has("keep_jobs_seconds");
+  r.ReadDuration("keep_jobs_seconds", c.keep_jobs_seconds, 0, kMaxSeconds);
+  std::chrono::hours keep_jobs{0};
+  if (r.ReadDuration("keep_jobs", keep_jobs, 0, kMaxKeepJobsHours)) {
+    if (has_keep_jobs_seconds) {
+      r.AddWarning("keep_jobs: ignored because keep_jobs_seconds is set");
+    } else {
+      c.keep_jobs_seconds = keep_jobs;
+      r.AddWarning("keep_jobs: deprecated; use keep_jobs_seconds: " +
+                   std::to_string(c.keep_jobs_seconds.count()));
+    }
+  }
+  r.ReadString("master_job_cache", c.master_job_cache);
+  r.ReadMap("job_cache", c.job_cache);
+  r.ReadDuration("publish_session", c.publish_session, 1, kMaxSeconds);
+  r.ReadDuration("request_server_ttl", c.request_server_ttl, 0, kMaxSeconds);
+  r.ReadDuration("loop_interval", c.loop_interval, 1, kMaxSeconds);
+  r.ReadBool("rotate_aes_key", c.rotate_aes_key);
+
+  r.ReadBool("sign_pub_messages", c.sign_pub_messages);
+  r.ReadString("publish_signing_algorithm", c.publish_signing_algorithm);
+  r.ReadBool("zmq_filtering", c.zmq_filtering);
+  r.ReadInt("pub_hwm", c.pub_hwm, 0, kMaxInt);
+  r.ReadInt("zmq_backlog", c.zmq_backlog, 0, kMaxInt);
+  r.ReadBool("ipv6", c.ipv6);
+  r.ReadBool("tcp_keepalive", c.tcp_keepalive);
+  r.ReadInt("tcp_keepalive_idle", c.tcp_keepalive_idle, -1, kMaxInt);
+  r.ReadInt("tcp_keepalive_cnt", c.tcp_keepalive_cnt, -1, kMaxInt);
+  r.ReadInt("tcp_keepalive_intvl", c.tcp_keepalive_intvl, -1, kMaxInt);
+
+  r.ReadStringListMap("file_roots", c.file_roots);
+  r.ReadStringListMap("pillar_roots", c.pillar_roots);
+
+  r.ReadDuration("timeout", c.timeout, 1, kMaxSeconds);
+  r.ReadDuration("gather_job_timeout", c.gather_job_timeout, 1, kMaxSeconds);
+  r.ReadBool("presence_events", c.presence_events);
+
+  r.ReadString("cluster_id", c.cluster_id);
+  r.ReadStringList("cluster_peers", c.cluster_peers, /*allow_single=*/false);
+  r.ReadString("cluster_pki_dir", c.cluster_pki_dir);
+  r.ReadInt("cluster_pool_port", c.cluster_pool_port, 1, kMaxPort);
+
+  r.ReadInt("health_port", c.health_port, 0, kMaxPort);
+  r.ReadInt("max_request_bytes", c.max_request_bytes, 1024, std::int64_t{1} << 32);
+  r.ReadInt("return_batch_max", c.return_batch_max, 1, 1000000);
+  r.ReadDuration("return_fsync_interval_ms", c.return_fsync_interval_ms, 0, 60000);
+}
+
+void CheckInterface(YamlMapReader& r, const MasterConfig& c) {
+  if (internal::IsIpv4Literal(c.interface)) return;
+  if (internal::IsIpv6Literal(c.interface)) {
+    if (!c.ipv6 && !r.HasProblem("ipv6")) {
+      r.AddProblem("interface",
+                   "an IPv6 address needs ipv6: true (got " + Quoted(c.interface) + ")");
+    }
+    return;
+  }
+  r.AddProblem("interface",
+               "must be an IP address (IPv6 without brackets); halite never resolves host names "
+               "(got " +
+                   Quoted(c.interface) + ")");
+}
+
+// Every listening port must differ from the others bound on `interface`.
+void CheckPortsDiffer(YamlMapReader& r, const MasterConfig& c) {
+  struct Port {
+    std::string_view key;
+    std::uint16_t port;
+  };
+  std::vector<Port> ports = {{"publish_port", c.publish_port}, {"ret_port", c.ret_port}};
+  if (c.health_port != 0) ports.push_back({"health_port", c.health_port});
+  if (!c.cluster_id.empty()) ports.push_back({"cluster_pool_port", c.cluster_pool_port});
+  for (std::size_t i = 0; i < ports.size(); ++i) {
+    if (r.HasProblem(ports[i].key)) continue;
+    for (std::size_t j = 0; j < i; ++j) {
+      if (r.HasProblem(ports[j].key) || ports[i].port != ports[j].port) continue;
+      r.AddProblem(ports[i].key, "must differ from " + std::string(ports[j].key) + " (got " +
+                                     std::to_string(ports[i].port) + ")");
+      break;
+    }
+  }
+}
+
+void CheckRoots(YamlMapReader& r, std::string_view key,
+                const std::map<std::string, std::vector<std::string>>& roots) {
+  for (const auto& [env, dirs] : roots) {
+    const std::string env_key = std::string(key) + "." + env;
+    if (env.empty()) r.AddProblem(env_key, "environment names must not be empty");
+    for (std::size_t i = 0; i < dirs.size(); ++i) {
+      internal::CheckAbsolutePath(r, env_key + "[" + std::to_string(i) + "]", dirs[i],
+                                  /*may_be_empty=*/false);
+    }
+  }
+}
+
+void CheckCluster(YamlMapReader& r, const MasterConfig& c) {
+  for (std::size_t i = 0; i < c.cluster_peers.size(); ++i) {
+    const std::string& peer = c.cluster_peers[i];
+    const std::string key = "cluster_peers[" + std::to_string(i) + "]";
+    if (peer.empty()) {
+      r.AddProblem(key, "must not be empty");
+    } else if (peer == c.id) {
+      r.AddProblem(key, "lists the other masters, not this one's id (got " + Quoted(peer) + ")");
+    } else {
+      for (std::size_t j = 0; j < i; ++j) {
+        if (c.cluster_peers[j] != peer) continue;
+        r.AddProblem(key, "listed twice (got " + Quoted(peer) + ")");
+        break;
+      }
+    }
+  }
+  if (c.cluster_id.empty()) {
+    if (!c.cluster_peers.empty())
+      r.AddWarning("cluster_peers: ignored because cluster_id is not set");
+    if (!c.cluster_pki_dir.empty()) {
+      r.AddWarning("cluster_pki_dir: ignored because cluster_id is not set");
+    }
+  }
+}
+
+void Validate(YamlMapReader& r, const MasterConfig& c) {
+  internal::CheckId(r, "id", c.id);
+  CheckInterface(r, c);
+  CheckPortsDiffer(r, c);
+  internal::CheckAbsolutePath(r, "root_dir", c.root_dir, /*may_be_empty=*/true);
+  internal::CheckAbsolutePath(r, "pki_dir", c.pki_dir, /*may_be_empty=*/false);
+  internal::CheckAbsolutePath(r, "cachedir", c.cachedir, /*may_be_empty=*/false);
+  internal::CheckAbsolutePath(r, "sock_dir", c.sock_dir, /*may_be_empty=*/false);
+  internal::CheckAbsolutePath(r, "log_file", c.log_file, /*may_be_empty=*/true);
+  internal::CheckLogLevel(r, "log_level", c.log_level);
+  internal::CheckNotEmpty(r, "user", c.user);
+  internal::CheckAbsolutePath(r, "autosign_file", c.autosign_file, /*may_be_empty=*/true);
+  internal::CheckAbsolutePath(r, "autoreject_file", c.autoreject_file, /*may_be_empty=*/true);
+  internal::WarnWeakKeysize(r, "keysize", c.keysize);
+  internal::CheckOneOf(r, "master_job_cache", c.master_job_cache,
+                       {kJobCacheLocal, kJobCachePostgres});
+  internal::CheckOneOf(r, "publish_signing_algorithm", c.publish_signing_algorithm,
+                       {"PKCS1v15-SHA1", "PKCS1v15-SHA224"});
+  CheckRoots(r, "file_roots", c.file_roots);
+  CheckRoots(r, "pillar_roots", c.pillar_roots);
+  internal::CheckAbsolutePath(r, "cluster_pki_dir", c.cluster_pki_dir, /*may_be_empty=*/true);
+  CheckCluster(r, c);
+}
+
+// What Salt's apply_master_config does after reading: root_dir in front of the local paths,
+// and the cluster_pki_dir fallback.
+void Derive(YamlMapReader& r, MasterConfig& c) {
+  for (std::string* path :
+       {&c.pki_dir, &c.cachedir, &c.sock_dir, &c.log_file, &c.autosign_file, &c.autoreject_file}) {
+    *path = internal::PrefixRootDir(c.root_dir, *path);
+  }
+  if (!c.cluster_id.empty() && c.cluster_pki_dir.empty()) {
+    c.cluster_pki_dir = c.pki_dir;
+    r.AddWarning("cluster_pki_dir: not set; using pki_dir (" + c.pki_dir +
+                 "), which every master of the cluster must then share");
+  }
+}
+
+}  // namespace
+
+Result<Loaded<MasterConfig>> MasterConfigFromYaml(const YAML::Node& root) {
+  YamlMapReader reader(root);
+  MasterConfig config;
+  ReadAll(reader, config);
+  Validate(reader, config);
+  reader.WarnUnknownKeys();
+  HALITE_RETURN_IF_ERROR(ProblemsToStatus(reader.problems()));
+  Derive(reader, config);
+  return Loaded<MasterConfig>{std::move(config), std::move(reader.warnings())};
+}
+
+Result<Loaded<MasterConfig>> ParseMasterConfig(std::string_view yaml_text) {
+  HALITE_ASSIGN_OR_RETURN(YAML::Node root, ParseYaml(yaml_text));
+  return MasterConfigFromYaml(root);
+}
+
+Result<Loaded<MasterConfig>> LoadMasterConfig(const std::filesystem::path& path) {
+  HALITE_ASSIGN_OR_RETURN(YAML::Node root, LoadYamlFile(path));
+  return MasterConfigFromYaml(root);
+}
+
+}  // namespace halite::config

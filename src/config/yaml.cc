@@ -1,1 +1,409 @@
-// placeholder
+// The only file that calls yaml-cpp functions that throw. Every entry point catches
+// YAML::Exception and turns it into an Error or a ConfigProblem.
+#include "halite/config/yaml.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <limits>
+#include <memory>
+#include <system_error>
+#include <utility>
+
+namespace halite::config {
+namespace {
+
+// Config files are small; this only stops a mistaken path (a device, a huge log) from being
+// read into memory.
+constexpr std::uintmax_t kMaxFileBytes = 16 * 1024 * 1024;
+
+std::string MarkText(const YAML::Mark& mark) {
+  if (mark.is_null()) return "end of input";
+  return "line " + std::to_string(mark.line + 1) + ", column " + std::to_string(mark.column + 1);
+}
+
+int LineOf(const YAML::Node& node) {
+  try {
+    const YAML::Mark mark = node.Mark();
+    return mark.is_null() ? 0 : mark.line + 1;
+  } catch (const YAML::Exception&) {
+    return 0;
+  }
+}
+
+// yaml-cpp often reports a tab-indented line as "illegal map value"; name the real cause.
+std::string TabHint(std::string_view text, const YAML::Mark& mark) {
+  if (mark.is_null()) return "";
+  std::size_t start = 0;
+  for (int line = 0; line < mark.line; ++line) {
+    start = text.find('\n', start);
+    if (start == std::string_view::npos) return "";
+    ++start;
+  }
+  const std::string_view line = text.substr(start, text.find('\n', start) - start);
+  const std::string_view indent = line.substr(0, line.find_first_not_of(" \t"));
+  if (indent.find('\t') == std::string_view::npos) return "";
+  return " (the line is indented with a tab; YAML allows only spaces)";
+}
+
+std::string Quote(std::string_view text) { return "'" + std::string(text) + "'"; }
+
+// Runs one read; a yaml-cpp exception becomes a problem for `key` instead of escaping.
+template <typename F>
+auto Guarded(YamlMapReader& reader, std::string_view key, F&& read) -> decltype(read()) {
+  try {
+    return read();
+  } catch (const YAML::Exception& e) {
+    reader.AddProblem(key, "cannot be read: " + e.msg);
+    return {};
+  }
+}
+
+std::string RangeText(std::int64_t min, std::int64_t max, std::string_view unit) {
+  auto with_unit = [unit](std::int64_t n) {
+    std::string text = std::to_string(n);
+    if (unit.empty()) return text;
+    // "1 second", "5 seconds".
+    std::string_view name = (n == 1 || n == -1) ? unit.substr(0, unit.size() - 1) : unit;
+    return text + " " + std::string(name);
+  };
+  // Limits that only guard the type's range read better as "at least".
+  if (max == std::numeric_limits<std::int32_t>::max() ||
+      max == std::numeric_limits<std::int64_t>::max()) {
+    return "must be at least " + with_unit(min);
+  }
+  return "must be between " + std::to_string(min) + " and " + with_unit(max);
+}
+
+}  // namespace
+
+Result<YAML::Node> ParseYaml(std::string_view text) {
+  try {
+    std::vector<YAML::Node> documents = YAML::LoadAll(std::string(text));
+    if (documents.empty()) return YAML::Node();
+    if (documents.size() > 1) {
+      return Error::InvalidArgument(MarkText(documents[1].Mark()) +
+                                    ": expected one YAML document, found " +
+                                    std::to_string(documents.size()));
+    }
+    return documents.front();
+  } catch (const YAML::Exception& e) {
+    return Error::InvalidArgument(
+        MarkText(e.mark) + ": " + e.msg +
+        (e.msg.find("tab") == std::string::npos ? TabHint(text, e.mark) : ""));
+  }
+}
+
+Result<YAML::Node> LoadYamlFile(const std::filesystem::path& path) {
+  const std::string name = path.string();
+  std::error_code ec;
+  const std::filesystem::file_status status = std::filesystem::status(path, ec);
+  if (status.type() == std::filesystem::file_type::not_found) {
+    return Error::NotFound(name + ": no such file");
+  }
+  if (ec == std::errc::permission_denied) {
+    return Error::PermissionDenied(name + ": " + ec.message());
+  }
+  if (ec) return Error::Unavailable(name + ": " + ec.message());
+  if (!std::filesystem::is_regular_file(status)) {
+    return Error::InvalidArgument(name + ": not a regular file");
+  }
+
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(name.c_str(), "rb"),
+                                                       &std::fclose);
+  if (!file) {
+    const int error = errno;
+    std::string message = name + ": " + std::error_code(error, std::generic_category()).message();
+    if (error == ENOENT) return Error::NotFound(std::move(message));
+    if (error == EACCES || error == EPERM) return Error::PermissionDenied(std::move(message));
+    return Error::Unavailable(std::move(message));
+  }
+  std::string text;
+  char buffer[8192];
+  while (std::size_t n = std::fread(buffer, 1, sizeof buffer, file.get())) {
+    text.append(buffer, n);
+    if (text.size() > kMaxFileBytes) {
+      return Error::InvalidArgument(name + ": larger than " + std::to_string(kMaxFileBytes) +
+                                    " bytes");
+    }
+  }
+  if (std::ferror(file.get())) return Error::Unavailable(name + ": read failed");
+
+  Result<YAML::Node> node = ParseYaml(text);
+  if (!node.ok()) return node.error().WithContext(name);
+  return node;
+}
+
+std::string DescribeYaml(const YAML::Node& node) {
+  try {
+    switch (node.Type()) {
+      case YAML::NodeType::Undefined:
+        return "nothing";
+      case YAML::NodeType::Null:
+        return "null";
+      case YAML::NodeType::Scalar:
+        return Quote(node.Scalar());
+      case YAML::NodeType::Sequence:
+        return "a list";
+      case YAML::NodeType::Map:
+        return "a map";
+    }
+  } catch (const YAML::Exception&) {
+  }
+  return "an unreadable value";
+}
+
+YamlMapReader::YamlMapReader(const YAML::Node& node, std::string prefix)
+    : prefix_(std::move(prefix)) {
+  std::string where = prefix_;
+  if (!where.empty() && where.back() == '.') where.pop_back();
+  if (where.empty()) where = "(top level)";
+  try {
+    if (!node.IsDefined() || node.IsNull()) return;
+    if (!node.IsMap()) {
+      AddRawProblem(where, "expected a map of settings (got " + DescribeYaml(node) + ")");
+      return;
+    }
+    for (const auto& item : node) {
+      const YAML::Node& key = item.first;
+      if (!key.IsScalar()) {
+        AddRawProblem(where, "keys must be names, line " + std::to_string(LineOf(key)) + " (got " +
+                                 DescribeYaml(key) + ")");
+        continue;
+      }
+      const std::string& name = key.Scalar();
+      bool duplicate = false;
+      for (const Entry& entry : entries_) {
+        if (entry.key != name) continue;
+        AddProblem(name, "set more than once (lines " + std::to_string(entry.line) + " and " +
+                             std::to_string(LineOf(key)) + ")");
+        duplicate = true;
+        break;
+      }
+      if (!duplicate) entries_.push_back({name, item.second, LineOf(key), false});
+    }
+  } catch (const YAML::Exception& e) {
+    AddRawProblem(where, "cannot be read: " + e.msg);
+  }
+}
+
+bool YamlMapReader::Has(std::string_view key) const {
+  for (const Entry& entry : entries_) {
+    if (entry.key != key) continue;
+    try {
+      return !entry.value.IsNull();
+    } catch (const YAML::Exception&) {
+      return true;  // present; the Read* call reports why it cannot be read
+    }
+  }
+  return false;
+}
+
+bool YamlMapReader::HasProblem(std::string_view key) const {
+  const std::string full = FullKey(key);
+  for (const ConfigProblem& problem : problems_) {
+    if (problem.key == full ||
+        (problem.key.starts_with(full) &&
+         (problem.key[full.size()] == '.' || problem.key[full.size()] == '['))) {
+      return true;
+    }
+  }
+  return false;
+}
+
+YamlMapReader::Entry* YamlMapReader::Take(std::string_view key) {
+  for (Entry& entry : entries_) {
+    if (entry.key != key) continue;
+    entry.used = true;
+    try {
+      return entry.value.IsNull() ? nullptr : &entry;
+    } catch (const YAML::Exception& e) {
+      AddProblem(key, "cannot be read: " + e.msg);
+      return nullptr;
+    }
+  }
+  return nullptr;
+}
+
+bool YamlMapReader::ReadString(std::string_view key, std::string& out) {
+  Entry* entry = Take(key);
+  if (entry == nullptr) return false;
+  return Guarded(*this, key, [&] {
+    if (!entry->value.IsScalar()) {
+      AddProblem(key, "expected a string (got " + DescribeYaml(entry->value) + ")");
+      return false;
+    }
+    out = entry->value.Scalar();
+    return true;
+  });
+}
+
+bool YamlMapReader::ReadBool(std::string_view key, bool& out) {
+  Entry* entry = Take(key);
+  if (entry == nullptr) return false;
+  return Guarded(*this, key, [&] {
+    const YAML::Node& value = entry->value;
+    bool parsed = false;
+    if (!value.IsScalar() || !YAML::convert<bool>::decode(value, parsed)) {
+      AddProblem(key, "expected true or false (got " + DescribeYaml(value) + ")");
+      return false;
+    }
+    // Quoted (tag "!") or tagged !!str: Salt would see a string, and any non-empty one is true.
+    if (const std::string& tag = value.Tag(); tag == "!" || tag.ends_with(":str")) {
+      AddProblem(key, "expected true or false without quotes (got " + DescribeYaml(value) + ")");
+      return false;
+    }
+    out = parsed;
+    return true;
+  });
+}
+
+std::optional<std::int64_t> YamlMapReader::ReadInteger(std::string_view key, std::int64_t min,
+                                                       std::int64_t max, std::string_view unit) {
+  Entry* entry = Take(key);
+  if (entry == nullptr) return std::nullopt;
+  return Guarded(*this, key, [&]() -> std::optional<std::int64_t> {
+    const YAML::Node& value = entry->value;
+    std::int64_t parsed = 0;
+    if (!value.IsScalar() || !YAML::convert<std::int64_t>::decode(value, parsed)) {
+      const std::string expected = unit.empty() ? std::string("expected an integer")
+                                                : "expected a whole number of " + std::string(unit);
+      AddProblem(key, expected + " (got " + DescribeYaml(value) + ")");
+      return std::nullopt;
+    }
+    if (parsed < min || parsed > max) {
+      AddProblem(key, RangeText(min, max, unit) + " (got " + std::to_string(parsed) + ")");
+      return std::nullopt;
+    }
+    return parsed;
+  });
+}
+
+bool YamlMapReader::ReadStringList(std::string_view key, std::vector<std::string>& out,
+                                   bool allow_single) {
+  Entry* entry = Take(key);
+  if (entry == nullptr) return false;
+  return Guarded(*this, key, [&] {
+    const YAML::Node& value = entry->value;
+    if (value.IsScalar() && allow_single) {
+      out = {value.Scalar()};
+      return true;
+    }
+    if (!value.IsSequence()) {
+      AddProblem(key, "expected a list of strings (got " + DescribeYaml(value) + ")");
+      return false;
+    }
+    std::vector<std::string> items;
+    bool ok = true;
+    for (std::size_t i = 0; i < value.size(); ++i) {
+      const YAML::Node item = value[i];
+      if (!item.IsScalar()) {
+        AddProblem(std::string(key) + "[" + std::to_string(i) + "]",
+                   "expected a string (got " + DescribeYaml(item) + ")");
+        ok = false;
+        continue;
+      }
+      items.push_back(item.Scalar());
+    }
+    if (ok) out = std::move(items);
+    return ok;
+  });
+}
+
+bool YamlMapReader::ReadStringListMap(std::string_view key,
+                                      std::map<std::string, std::vector<std::string>>& out) {
+  Entry* entry = Take(key);
+  if (entry == nullptr) return false;
+  return Guarded(*this, key, [&] {
+    const YAML::Node& value = entry->value;
+    if (!value.IsMap()) {
+      AddProblem(key, "expected a map of name: [list] (got " + DescribeYaml(value) + ")");
+      return false;
+    }
+    std::map<std::string, std::vector<std::string>> result;
+    bool ok = true;
+    for (const auto& item : value) {
+      if (!item.first.IsScalar()) {
+        AddProblem(key, "names must be strings (got " + DescribeYaml(item.first) + ")");
+        ok = false;
+        continue;
+      }
+      const std::string& name = item.first.Scalar();
+      const std::string item_key = std::string(key) + "." + name;
+      if (result.contains(name)) {
+        AddProblem(item_key, "set more than once");
+        ok = false;
+        continue;
+      }
+      std::vector<std::string>& list = result[name];
+      const YAML::Node& items = item.second;
+      if (items.IsNull()) continue;  // "base:" with nothing: an empty list, as in Salt
+      if (!items.IsSequence()) {
+        AddProblem(item_key, "expected a list of strings (got " + DescribeYaml(items) + ")");
+        ok = false;
+        continue;
+      }
+      for (std::size_t i = 0; i < items.size(); ++i) {
+        const YAML::Node element = items[i];
+        if (!element.IsScalar()) {
+          AddProblem(item_key + "[" + std::to_string(i) + "]",
+                     "expected a string (got " + DescribeYaml(element) + ")");
+          ok = false;
+          continue;
+        }
+        list.push_back(element.Scalar());
+      }
+    }
+    if (ok) out = std::move(result);
+    return ok;
+  });
+}
+
+bool YamlMapReader::ReadMap(std::string_view key, YAML::Node& out) {
+  Entry* entry = Take(key);
+  if (entry == nullptr) return false;
+  return Guarded(*this, key, [&] {
+    if (!entry->value.IsMap()) {
+      AddProblem(key, "expected a map (got " + DescribeYaml(entry->value) + ")");
+      return false;
+    }
+    out.reset(entry->value);  // rebind the handle; operator= would rewrite the shared node
+    return true;
+  });
+}
+
+void YamlMapReader::AddProblem(std::string_view key, std::string message) {
+  // Keep problems in document order: by the line of the top-level key, and after all of them
+  // the ones whose key is not in the document.
+  const std::string_view top = key.substr(0, key.find_first_of(".["));
+  int line = std::numeric_limits<int>::max();
+  for (const Entry& entry : entries_) {
+    if (entry.key == top && entry.line > 0) {
+      line = entry.line;
+      break;
+    }
+  }
+  std::size_t at = problem_lines_.size();
+  while (at > 0 && problem_lines_[at - 1] > line) --at;
+  problems_.insert(problems_.begin() + static_cast<std::ptrdiff_t>(at),
+                   {FullKey(key), std::move(message)});
+  problem_lines_.insert(problem_lines_.begin() + static_cast<std::ptrdiff_t>(at), line);
+}
+
+void YamlMapReader::AddRawProblem(std::string key, std::string message) {
+  problems_.push_back({std::move(key), std::move(message)});
+  problem_lines_.push_back(std::numeric_limits<int>::max());
+}
+
+void YamlMapReader::AddWarning(std::string message) { warnings_.push_back(std::move(message)); }
+
+void YamlMapReader::WarnUnknownKeys() {
+  for (const Entry& entry : entries_) {
+    if (!entry.used) warnings_.push_back("unknown key '" + FullKey(entry.key) + "' (ignored)");
+  }
+}
+
+std::string YamlMapReader::FullKey(std::string_view key) const {
+  return prefix_ + std::string(key);
+}
+
+}  // namespace halite::config

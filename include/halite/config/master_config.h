@@ -1,0 +1,111 @@
+// The master's config: Salt's key names and defaults (salt-wire.md 2, 4.6, 5, 9, 10.1) plus
+// halite's own keys. Parse* validates everything and reports every problem in one
+// Error::InvalidArgument, one "key: what is wrong (got X)" per line; see config.h.
+//
+// After parsing, root_dir (when set) has been put in front of pki_dir, cachedir, sock_dir,
+// log_file, autosign_file and autoreject_file, as Salt does; cluster_pki_dir is left as
+// written. With cluster_id set and no cluster_pki_dir, cluster_pki_dir is pki_dir (warning).
+// Thread-safety: plain data; the functions are reentrant. `job_cache` is a YAML::Node, whose
+// copies share data: read it, don't modify it.
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "halite/common/result.h"
+#include "halite/config/config.h"
+
+namespace halite::config {
+
+// Values accepted by master_job_cache.
+inline constexpr std::string_view kJobCacheLocal = "local_cache";
+inline constexpr std::string_view kJobCachePostgres = "postgres";
+
+struct MasterConfig {
+  // --- Identity, sockets, files. ---
+  std::string id;                     // Parse*: DefaultId() when not set
+  std::string interface = "0.0.0.0";  // IP literal to bind; never a host name
+  std::uint16_t publish_port = 4505;
+  std::uint16_t ret_port = 4506;
+  std::string root_dir;  // empty: none
+  std::string pki_dir = "/etc/salt/pki/master";
+  std::string cachedir = "/var/cache/salt/master";
+  std::string sock_dir = "/var/run/salt/master";
+  std::string log_file;               // empty: stderr
+  std::string log_level = "warning";  // Salt's names, see ParseLogLevel
+  std::string user = "root";
+
+  // --- Keys and authentication. ---
+  bool auto_accept = false;
+  bool open_mode = false;
+  std::string autosign_file;    // empty: none
+  std::string autoreject_file;  // empty: none
+  std::chrono::minutes autosign_timeout{120};
+  bool permissive_pki_access = false;
+  int keysize = 2048;   // 1024..16384 bits; below 2048 warns
+  int max_minions = 0;  // 0: no limit
+  bool auth_events = true;
+  bool minion_data_cache = true;
+
+  // --- Workers, jobs, sessions. ---
+  int worker_threads = 5;
+  // 0 keeps jobs forever. The deprecated keep_jobs (hours) is used only when this is not set.
+  std::chrono::seconds keep_jobs_seconds{86400};
+  std::string master_job_cache{kJobCacheLocal};  // kJobCacheLocal or kJobCachePostgres
+  YAML::Node job_cache{YAML::NodeType::Map};     // backend options, read by its factory
+  std::chrono::seconds publish_session{86400};   // session key and cluster AES key lifetime
+  std::chrono::seconds request_server_ttl{0};    // 0: requests' `ts` is not checked
+  std::chrono::seconds loop_interval{60};        // maintenance loop period
+  bool rotate_aes_key = true;
+
+  // --- Publisher. ---
+  bool sign_pub_messages = true;
+  std::string publish_signing_algorithm = "PKCS1v15-SHA1";  // or "PKCS1v15-SHA224"
+  bool zmq_filtering = false;
+  int pub_hwm = 1000;
+  int zmq_backlog = 1000;
+  bool ipv6 = false;  // must be true when `interface` is an IPv6 address
+  bool tcp_keepalive = true;
+  int tcp_keepalive_idle = 300;  // -1: the OS default
+  int tcp_keepalive_cnt = -1;
+  int tcp_keepalive_intvl = -1;
+
+  // --- Files served to minions (absolute directories per environment). ---
+  std::map<std::string, std::vector<std::string>> file_roots{{"base", {"/srv/salt"}}};
+  std::map<std::string, std::vector<std::string>> pillar_roots{{"base", {"/srv/pillar"}}};
+
+  // --- CLI and events. ---
+  std::chrono::seconds timeout{5};
+  std::chrono::seconds gather_job_timeout{10};
+  bool presence_events = false;
+
+  // --- Cluster (Salt 3007). ---
+  std::string cluster_id;                  // empty: not a cluster
+  std::vector<std::string> cluster_peers;  // the other masters, never this one's id
+  std::string cluster_pki_dir;             // Parse*: pki_dir when empty and cluster_id is set
+  std::uint16_t cluster_pool_port = 4520;
+
+  // --- halite's own. ---
+  std::uint16_t health_port = 4510;                       // 0: disabled
+  std::uint64_t max_request_bytes = 100 * 1024 * 1024;    // larger request frames are rejected
+  int return_batch_max = 512;                             // job returns per group commit
+  std::chrono::milliseconds return_fsync_interval_ms{0};  // group commit wait; 0: none
+};
+
+// Parses and validates master config YAML. An empty document means all defaults; a top level
+// that is not a map is an error. Unknown keys become warnings.
+Result<Loaded<MasterConfig>> ParseMasterConfig(std::string_view yaml_text);
+// ParseMasterConfig on a file's contents. Error::NotFound when the file does not exist.
+// Malformed YAML errors name the file; validation problems are the same lines as Parse gives.
+Result<Loaded<MasterConfig>> LoadMasterConfig(const std::filesystem::path& path);
+// The same for a node that was already parsed (null means all defaults).
+Result<Loaded<MasterConfig>> MasterConfigFromYaml(const YAML::Node& root);
+
+}  // namespace halite::config

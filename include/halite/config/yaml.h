@@ -1,0 +1,147 @@
+// The yaml-cpp adapter. yaml-cpp reports failures by throwing; src/config/yaml.cc is the only
+// file that calls its throwing functions, and no exception leaves it. Everything outside
+// reads YAML through ParseYaml / LoadYamlFile and YamlMapReader. A YAML::Node kept for later
+// (job_cache, grains) is read the same way: wrap it in a YamlMapReader.
+//
+// Scalars: integers use YAML 1.1 forms (decimal, 0x hex, leading-0 octal); a quoted number is
+// accepted as that number. Booleans are true/false, yes/no, on/off, y/n in lower, Title or
+// UPPER case, unquoted only: Salt keeps a quoted 'false' as a string, which is truthy.
+// Thread-safety: functions are reentrant; a YamlMapReader belongs to one thread. YAML::Node
+// copies share their data, so a node must not be read and written from two threads at once.
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include <chrono>
+#include <concepts>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <ratio>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "halite/common/result.h"
+#include "halite/config/config.h"
+
+namespace halite::config {
+
+// Parses one YAML document. Empty text (or only comments) gives a null node.
+// Error::InvalidArgument "line L, column C: <what>" when the YAML is malformed or holds more
+// than one document.
+Result<YAML::Node> ParseYaml(std::string_view text);
+
+// Reads and parses a file. Error::NotFound when it does not exist, PermissionDenied when it may
+// not be read, InvalidArgument "<path>: line L, column C: <what>" when malformed.
+Result<YAML::Node> LoadYamlFile(const std::filesystem::path& path);
+
+// How a value is shown in "(got X)": 'text' for a scalar, else "a list", "a map" or "null".
+std::string DescribeYaml(const YAML::Node& node);
+
+// Reads the keys of one YAML map into typed fields and collects problems and warnings instead
+// of stopping at the first. Absent keys, and keys whose value is null ("key:" with nothing
+// after it), leave the field at its default. Keys set twice are a problem.
+class YamlMapReader {
+ public:
+  // `node` should be a map; null reads as an empty map and anything else is a problem.
+  // `prefix` is put before every key in problems and warnings (e.g. "job_cache.").
+  explicit YamlMapReader(const YAML::Node& node, std::string prefix = "");
+
+  // True when `key` is present with a non-null value. Does not count as reading it.
+  bool Has(std::string_view key) const;
+
+  // Each Read* assigns `out` and returns true when `key` is present and valid. When it is
+  // absent or null it returns false and leaves `out` alone; when the value has the wrong type
+  // or is out of range it records a problem, returns false and leaves `out` alone.
+  bool ReadString(std::string_view key, std::string& out);
+  bool ReadBool(std::string_view key, bool& out);
+  template <std::integral T>
+  bool ReadInt(std::string_view key, T& out, std::int64_t min, std::int64_t max);
+  // A whole number of `out`'s unit (seconds for std::chrono::seconds, and so on).
+  template <typename Rep, typename Period>
+  bool ReadDuration(std::string_view key, std::chrono::duration<Rep, Period>& out, std::int64_t min,
+                    std::int64_t max);
+  // A list of scalars. With `allow_single`, a lone scalar reads as a one-element list.
+  bool ReadStringList(std::string_view key, std::vector<std::string>& out, bool allow_single);
+  // A map of name -> list of scalars (file_roots, pillar_roots).
+  bool ReadStringListMap(std::string_view key,
+                         std::map<std::string, std::vector<std::string>>& out);
+  // A map kept as a node for another component to read.
+  bool ReadMap(std::string_view key, YAML::Node& out);
+
+  // Records a problem for `key` (the prefix is added). Problems are kept in document order.
+  void AddProblem(std::string_view key, std::string message);
+  void AddWarning(std::string message);
+  // Adds "unknown key 'k' (ignored)" for every key that no Read* asked for, in document order.
+  // Call once, after all reads.
+  void WarnUnknownKeys();
+
+  // True when a problem was recorded for `key` or anything under it ("key.x", "key[1]").
+  // Cross-field checks use it to skip values that kept their default because they were bad.
+  bool HasProblem(std::string_view key) const;
+
+  const std::vector<ConfigProblem>& problems() const { return problems_; }
+  std::vector<std::string>& warnings() { return warnings_; }
+
+ private:
+  struct Entry {
+    std::string key;
+    YAML::Node value;
+    int line = 0;  // 1-based line of the key, 0 when unknown
+    bool used = false;
+  };
+
+  // The entry for `key` marked as used, or nullptr when it is absent or null.
+  Entry* Take(std::string_view key);
+  std::optional<std::int64_t> ReadInteger(std::string_view key, std::int64_t min, std::int64_t max,
+                                          std::string_view unit);
+  std::string FullKey(std::string_view key) const;
+  void AddRawProblem(std::string key, std::string message);  // no prefix, sorted last
+
+  std::string prefix_;
+  std::vector<Entry> entries_;
+  std::vector<ConfigProblem> problems_;
+  std::vector<int> problem_lines_;  // problems_[i]'s line, for the document order
+  std::vector<std::string> warnings_;
+};
+
+namespace internal {
+template <typename Period>
+constexpr std::string_view UnitName() {
+  if constexpr (std::is_same_v<Period, std::milli>)
+    return "milliseconds";
+  else if constexpr (std::is_same_v<Period, std::ratio<1>>)
+    return "seconds";
+  else if constexpr (std::is_same_v<Period, std::ratio<60>>)
+    return "minutes";
+  else if constexpr (std::is_same_v<Period, std::ratio<3600>>)
+    return "hours";
+  else
+    return "units";
+}
+}  // namespace internal
+
+template <std::integral T>
+bool YamlMapReader::ReadInt(std::string_view key, T& out, std::int64_t min, std::int64_t max) {
+  HALITE_DCHECK(std::in_range<T>(min) && std::in_range<T>(max)) << "range does not fit " << key;
+  std::optional<std::int64_t> value = ReadInteger(key, min, max, "");
+  if (!value) return false;
+  out = static_cast<T>(*value);
+  return true;
+}
+
+template <typename Rep, typename Period>
+bool YamlMapReader::ReadDuration(std::string_view key, std::chrono::duration<Rep, Period>& out,
+                                 std::int64_t min, std::int64_t max) {
+  HALITE_DCHECK(std::in_range<Rep>(min) && std::in_range<Rep>(max)) << "range does not fit " << key;
+  std::optional<std::int64_t> value = ReadInteger(key, min, max, internal::UnitName<Period>());
+  if (!value) return false;
+  out = std::chrono::duration<Rep, Period>(static_cast<Rep>(*value));
+  return true;
+}
+
+}  // namespace halite::config
