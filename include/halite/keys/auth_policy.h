@@ -1,0 +1,73 @@
+// The master's `_auth` key decision (salt-wire.md 4.5.2 steps 1, 3, 4 and 5): whether a
+// minion's key is accepted, left pending, rejected or denied, with the key files written the
+// way Salt writes them. Building and signing the reply (step 6) is the master's job.
+//
+// Functions here are thread-safe. DecideAuth and LoadPatternFile block on disk: call them from
+// the blocking pool. MatchesPattern is pure CPU.
+#pragma once
+
+#include <chrono>
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "halite/common/result.h"
+#include "halite/keys/key_store.h"
+
+namespace halite::keys {
+
+struct AuthPolicyOptions {
+  bool auto_accept = false;
+  // Accept every key and overwrite a changed one; the state machine is skipped.
+  bool open_mode = false;
+  // Lines of autosign_file / autoreject_file (see LoadPatternFile).
+  std::vector<std::string> autosign_patterns;
+  std::vector<std::string> autoreject_patterns;
+  // Age after which minions_autosign/<id> stubs expire; <= 0 never expires them.
+  std::chrono::minutes autosign_timeout{120};
+};
+
+// Reads an autosign/autoreject file: one pattern per line, surrounding whitespace stripped,
+// blank lines and lines starting with '#' skipped. A missing file is an empty list. Like Salt,
+// a world-writable file is refused, and so is a group-writable one unless
+// `permissive_pki_access`: PermissionDenied, which the caller should log (Salt logs "Wrong
+// permissions for <file>, ignoring content") and treat as no patterns.
+Result<std::vector<std::string>> LoadPatternFile(const std::filesystem::path& path,
+                                                 bool permissive_pki_access = false);
+
+// Salt's expr_match over a list: true if `id` matches any pattern as an fnmatch glob (Python
+// fnmatch rules: case-sensitive, '*' also matches '/', '\' is literal) or as a regular
+// expression (ECMAScript) that matches the whole id. Patterns that are not valid regexes are
+// only tried as globs.
+bool MatchesPattern(std::string_view id, const std::vector<std::string>& patterns);
+
+enum class AuthVerdict { kAccepted, kPending, kRejected, kDenied };
+
+struct AuthDecision {
+  AuthVerdict verdict = AuthVerdict::kRejected;
+  // The `ret` of the reply: true for accepted and pending, false otherwise.
+  bool result = false;
+  // The salt/auth event's act: "accept", "pend", "reject", "denied", or "" on the branches
+  // where Salt leaves act out.
+  std::string act;
+  // Why, in words, for the log.
+  std::string reason;
+};
+
+// Decides the `_auth` request of minion `id` that sent public key text `pub`.
+// - Invalid id (ValidMinionId): kRejected, result false, nothing read or written.
+// - auto_reject = id matches autoreject_patterns. auto_sign = auto_accept, or id matches
+//   autosign_patterns, or store.ConsumeAutosignStub(id, autosign_timeout) (consumed only when
+//   the first two are false, as Salt does; always evaluated, even when rejected later).
+// - The state machine of 4.5.2 step 4 (open_mode skips it), comparing keys with
+//   wire::CleanKey on both sides, writing minions_pre, minions_rejected, minions_denied and
+//   minions files as Salt does.
+// - Accept (step 5): writes `pub` verbatim to minions/<id> if missing (open_mode: overwrites a
+//   different key; an empty pub is refused), then checks the stored key parses as an RSA
+//   public key; if not, kRejected with result false.
+// Errors are disk failures only; the decision itself is always a value.
+Result<AuthDecision> DecideAuth(KeyStore& store, const AuthPolicyOptions& options,
+                                std::string_view id, std::string_view pub);
+
+}  // namespace halite::keys

@@ -1,0 +1,70 @@
+// KeyStore: the minion public keys by state, in Salt's pki layout (salt-wire.md 4.1):
+// accepted (minions/), pending (minions_pre/), rejected (minions_rejected/), denied
+// (minions_denied/) and the one-shot autosign stubs (minions_autosign/).
+//
+// Implementations are thread-safe and may be shared by several processes (two masters on one
+// cluster_pki_dir, halite-key next to a running master). Every call may block on disk or
+// network: call only from the blocking pool or a worker thread that may block, never from an
+// event loop. Ids are checked with ValidMinionId; an invalid id is InvalidArgument and touches
+// nothing. Key text is stored verbatim (what the minion sent as `pub`).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "halite/common/result.h"
+
+namespace halite::keys {
+
+// Salt's valid_id: not empty, at most 255 bytes, no '/', '\\' or NUL, and not "." or "..".
+// The id becomes a file name, so this is what stops path traversal.
+bool ValidMinionId(std::string_view id);
+
+enum class KeyState { kAccepted, kPending, kRejected, kDenied };
+
+// The directory name under the pki root: "minions", "minions_pre", "minions_rejected",
+// "minions_denied".
+std::string_view KeyStateDir(KeyState state);
+
+// Identifies one version of a key file so a parsed key can be cached and revalidated with a
+// single stat(). Atomic replacement (rename) always changes the inode.
+struct FileStamp {
+  std::uint64_t ino = 0;
+  std::uint64_t size = 0;
+  std::int64_t mtime_ns = 0;
+
+  friend bool operator==(const FileStamp&, const FileStamp&) = default;
+};
+
+class KeyStore {
+ public:
+  virtual ~KeyStore() = default;
+
+  // The stored key text. NotFound if there is none (absent, or the path is not a regular
+  // file, as Salt's os.path.isfile sees it).
+  virtual Result<std::string> Read(KeyState state, std::string_view id) = 0;
+  // Stores `pem` verbatim (no newline added), replacing any earlier key atomically.
+  virtual Status Write(KeyState state, std::string_view id, std::string_view pem) = 0;
+  // NotFound if there is no key to remove.
+  virtual Status Remove(KeyState state, std::string_view id) = 0;
+  // The ids in `state`, sorted. Hidden names (leading '.', which covers temp files) and
+  // anything that is not a regular file are skipped, as salt-key does.
+  virtual Result<std::vector<std::string>> List(KeyState state) = 0;
+  // The one-shot stub minions_autosign/<id>. First every stub older than `timeout` is removed
+  // (Salt sweeps the whole directory; a timeout <= 0 disables expiry). Then, if the stub for
+  // `id` is still there, it is removed and true is returned; otherwise false. When two callers
+  // race for one stub, only the one whose removal succeeds gets true.
+  virtual Result<bool> ConsumeAutosignStub(std::string_view id, std::chrono::minutes timeout) = 0;
+  // True when the key path for `id` is a directory (Salt refuses such a pending path).
+  virtual Result<bool> IsDirectory(KeyState state, std::string_view id) = 0;
+  // One stat() of the key file; NotFound like Read. For revalidating cached parsed keys.
+  virtual Result<FileStamp> Stamp(KeyState state, std::string_view id) = 0;
+  // The pki root (pki_dir, or cluster_pki_dir in cluster mode).
+  virtual const std::filesystem::path& root() const = 0;
+};
+
+}  // namespace halite::keys

@@ -1,0 +1,216 @@
+#include "halite/keys/auth_policy.h"
+
+#include <fnmatch.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <optional>
+#include <regex>
+#include <utility>
+
+#include "halite/keys/fs.h"
+#include "halite/wire/rsa.h"
+
+namespace halite::keys {
+namespace {
+
+constexpr std::string_view kWhitespace = " \t\n\r\v\f";
+
+std::string_view Strip(std::string_view s) {
+  const auto begin = s.find_first_not_of(kWhitespace);
+  if (begin == std::string_view::npos) return {};
+  const auto end = s.find_last_not_of(kWhitespace);
+  return s.substr(begin, end - begin + 1);
+}
+
+// The only caller of <regex>, whose constructor and matcher throw: a pattern that is not a
+// valid regex (or is too complex to run) simply does not match.
+bool RegexFullMatch(const std::string& pattern, const std::string& text) {
+  try {
+    return std::regex_match(text, std::regex(pattern, std::regex::ECMAScript));
+  } catch (const std::regex_error&) {
+    return false;
+  }
+}
+
+// Python's fnmatch on POSIX: no escapes, '*' crosses '/', a leading '.' is not special.
+bool GlobMatch(const std::string& pattern, const std::string& text) {
+  return ::fnmatch(pattern.c_str(), text.c_str(), FNM_NOESCAPE) == 0;
+}
+
+// Salt's salt.utils.stringutils.expr_match.
+bool ExprMatch(const std::string& id, const std::string& pattern) {
+  return GlobMatch(pattern, id) || RegexFullMatch(pattern, id);
+}
+
+AuthDecision Decision(AuthVerdict verdict, std::string act, std::string reason) {
+  const bool result = verdict == AuthVerdict::kAccepted || verdict == AuthVerdict::kPending;
+  return AuthDecision{verdict, result, std::move(act), std::move(reason)};
+}
+
+// The key text in `state`, or nullopt when there is none (Salt's os.path.isfile is false).
+Result<std::optional<std::string>> ReadIfPresent(KeyStore& store, KeyState state,
+                                                 std::string_view id) {
+  Result<std::string> text = store.Read(state, id);
+  if (text.ok()) return std::optional<std::string>(std::move(text).value());
+  if (text.error().code == ErrorCode::kNotFound) return std::optional<std::string>();
+  return std::move(text).error();
+}
+
+bool SameKey(std::string_view stored, std::string_view pub) {
+  return wire::CleanKey(stored) == wire::CleanKey(pub);
+}
+
+Result<bool> AutoSign(KeyStore& store, const AuthPolicyOptions& options, std::string_view id) {
+  if (options.auto_accept) return true;
+  if (MatchesPattern(id, options.autosign_patterns)) return true;
+  // TODO(keys): autosign_grains (4.5.2 step 3) once the request handler passes the grains.
+  return store.ConsumeAutosignStub(id, options.autosign_timeout);
+}
+
+// Step 5. `accepted` is the minions/<id> text read during the state machine, if any.
+Result<AuthDecision> Accept(KeyStore& store, const AuthPolicyOptions& options, std::string_view id,
+                            std::string_view pub, std::optional<std::string> accepted) {
+  std::string stored;
+  if (options.open_mode) {
+    HALITE_ASSIGN_OR_RETURN(accepted, ReadIfPresent(store, KeyState::kAccepted, id));
+    if (pub.empty()) return Decision(AuthVerdict::kRejected, "", "public key is empty");
+    // Salt compares the raw text here, not clean_key.
+    if (!accepted.has_value() || *accepted != pub) {
+      HALITE_RETURN_IF_ERROR(store.Write(KeyState::kAccepted, id, pub));
+      stored = std::string(pub);
+    } else {
+      stored = std::move(*accepted);
+    }
+  } else {
+    // Like Salt, look again: another master may have accepted the key meanwhile.
+    if (!accepted.has_value()) {
+      HALITE_ASSIGN_OR_RETURN(accepted, ReadIfPresent(store, KeyState::kAccepted, id));
+    }
+    if (!accepted.has_value()) {
+      HALITE_RETURN_IF_ERROR(store.Write(KeyState::kAccepted, id, pub));
+      stored = std::string(pub);
+    } else {
+      stored = std::move(*accepted);
+    }
+  }
+  Result<wire::RsaPublicKey> key = wire::RsaPublicKey::FromPem(stored);
+  if (!key.ok()) {
+    return Decision(AuthVerdict::kRejected, "", "corrupt public key: " + key.error().message);
+  }
+  return Decision(AuthVerdict::kAccepted, "accept", "key accepted");
+}
+
+}  // namespace
+
+Result<std::vector<std::string>> LoadPatternFile(const std::filesystem::path& path,
+                                                 bool permissive_pki_access) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) return std::vector<std::string>();
+    return ErrnoError(errno, "stat '" + path.string() + "'");
+  }
+  if ((st.st_mode & S_IWOTH) != 0) {
+    return Error::PermissionDenied("'" + path.string() +
+                                   "' is world-writable; ignoring its patterns");
+  }
+  if ((st.st_mode & S_IWGRP) != 0 && !permissive_pki_access) {
+    return Error::PermissionDenied("'" + path.string() +
+                                   "' is group-writable and permissive_pki_access is off; "
+                                   "ignoring its patterns");
+  }
+  Result<std::string> content = ReadFile(path);
+  if (!content.ok()) {
+    if (content.error().code == ErrorCode::kNotFound) return std::vector<std::string>();
+    return std::move(content).error();
+  }
+  std::vector<std::string> patterns;
+  std::string_view rest = *content;
+  while (!rest.empty()) {
+    const auto end = rest.find_first_of("\r\n");
+    const std::string_view line = Strip(rest.substr(0, end));
+    rest = end == std::string_view::npos ? std::string_view() : rest.substr(end + 1);
+    if (line.empty() || line.front() == '#') continue;
+    patterns.emplace_back(line);
+  }
+  return patterns;
+}
+
+bool MatchesPattern(std::string_view id, const std::vector<std::string>& patterns) {
+  const std::string text(id);
+  for (const std::string& pattern : patterns) {
+    if (ExprMatch(text, pattern)) return true;
+  }
+  return false;
+}
+
+Result<AuthDecision> DecideAuth(KeyStore& store, const AuthPolicyOptions& options,
+                                std::string_view id, std::string_view pub) {
+  if (!ValidMinionId(id)) return Decision(AuthVerdict::kRejected, "", "invalid minion id");
+
+  const bool auto_reject = MatchesPattern(id, options.autoreject_patterns);
+  HALITE_ASSIGN_OR_RETURN(const bool auto_sign, AutoSign(store, options, id));
+
+  if (options.open_mode) return Accept(store, options, id, pub, std::nullopt);
+
+  HALITE_ASSIGN_OR_RETURN(std::optional<std::string> rejected,
+                          ReadIfPresent(store, KeyState::kRejected, id));
+  if (rejected.has_value()) {
+    return Decision(AuthVerdict::kRejected, "", "key is in minions_rejected");
+  }
+
+  HALITE_ASSIGN_OR_RETURN(std::optional<std::string> accepted,
+                          ReadIfPresent(store, KeyState::kAccepted, id));
+  if (accepted.has_value()) {
+    if (!SameKey(*accepted, pub)) {
+      HALITE_RETURN_IF_ERROR(store.Write(KeyState::kDenied, id, pub));
+      return Decision(AuthVerdict::kDenied, "denied",
+                      "key differs from the accepted key; recorded in minions_denied");
+    }
+    return Accept(store, options, id, pub, std::move(accepted));
+  }
+
+  HALITE_ASSIGN_OR_RETURN(std::optional<std::string> pending,
+                          ReadIfPresent(store, KeyState::kPending, id));
+  if (!pending.has_value()) {
+    HALITE_ASSIGN_OR_RETURN(const bool pending_is_dir, store.IsDirectory(KeyState::kPending, id));
+    if (pending_is_dir) {
+      return Decision(AuthVerdict::kRejected, "", "the pending key path is a directory");
+    }
+    if (auto_reject) {
+      HALITE_RETURN_IF_ERROR(store.Write(KeyState::kRejected, id, pub));
+      return Decision(AuthVerdict::kRejected, "reject", "new key rejected by autoreject_file");
+    }
+    if (!auto_sign) {
+      HALITE_RETURN_IF_ERROR(store.Write(KeyState::kPending, id, pub));
+      return Decision(AuthVerdict::kPending, "pend", "new key placed in pending");
+    }
+    return Accept(store, options, id, pub, std::nullopt);
+  }
+
+  if (auto_reject) {
+    // Salt moves the pending file as it is, whatever key this request carries.
+    HALITE_RETURN_IF_ERROR(store.Write(KeyState::kRejected, id, *pending));
+    Status removed = store.Remove(KeyState::kPending, id);
+    if (!removed.ok() && removed.error().code != ErrorCode::kNotFound) {
+      return std::move(removed).error();
+    }
+    return Decision(AuthVerdict::kRejected, "reject", "pending key rejected by autoreject_file");
+  }
+  if (!SameKey(*pending, pub)) {
+    HALITE_RETURN_IF_ERROR(store.Write(KeyState::kDenied, id, pub));
+    // Salt reports act "denied" only when the key is not being auto-signed.
+    return Decision(AuthVerdict::kDenied, auto_sign ? "" : "denied",
+                    "key differs from the pending key; recorded in minions_denied");
+  }
+  if (!auto_sign) {
+    return Decision(AuthVerdict::kPending, "pend", "key is pending; accept it with halite-key -a");
+  }
+  Status removed = store.Remove(KeyState::kPending, id);
+  if (!removed.ok() && removed.error().code != ErrorCode::kNotFound) {
+    return std::move(removed).error();
+  }
+  return Accept(store, options, id, pub, std::nullopt);
+}
+
+}  // namespace halite::keys

@@ -1,0 +1,349 @@
+#include "halite/keys/auth_policy.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "halite/keys/fs.h"
+#include "halite/keys/fs_key_store.h"
+#include "halite/wire/rsa.h"
+
+namespace halite::keys {
+namespace {
+
+namespace fs = std::filesystem;
+using std::chrono::minutes;
+
+// What a stock minion sends as `pub`: CleanKey of its SPKI PEM.
+std::string MinionPub(const char* key_file) {
+  const fs::path path = fs::path(HALITE_TEST_DATA_DIR) / "vectors" / key_file;
+  auto pem = ReadFile(path);
+  EXPECT_TRUE(pem.ok()) << path;
+  auto key = wire::RsaPrivateKey::FromPem(pem.value());
+  EXPECT_TRUE(key.ok());
+  return wire::CleanKey(key->PublicKey().ToPem());
+}
+
+class AuthPolicyTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    char name[] = "/tmp/halite-keys-auth-XXXXXX";
+    ASSERT_NE(::mkdtemp(name), nullptr);
+    dir_ = name;
+    root_ = dir_ / "pki";
+    auto store = FsKeyStore::Open(root_);
+    ASSERT_TRUE(store.ok()) << store.error().ToString();
+    store_ = std::move(store).value();
+    pub_ = MinionPub("key_minion.pem");
+    other_pub_ = MinionPub("key_peer2.pem");
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+
+  AuthDecision Decide(std::string_view id, std::string_view pub) {
+    auto decision = DecideAuth(*store_, options_, id, pub);
+    EXPECT_TRUE(decision.ok()) << decision.error().ToString();
+    return decision.ok() ? decision.value() : AuthDecision{};
+  }
+
+  // The file under the pki root, or "<missing>".
+  std::string File(std::string_view sub, std::string_view id) const {
+    auto content = ReadFile(root_ / sub / id);
+    return content.ok() ? content.value() : "<missing>";
+  }
+
+  void PutKey(std::string_view sub, std::string_view id, std::string_view text) {
+    ASSERT_TRUE(WriteFileAtomic(root_ / sub / id, text, 0644).ok());
+  }
+
+  // Every file anywhere under the root (directories excluded), relative to it.
+  std::vector<std::string> AllFiles() const {
+    std::vector<std::string> files;
+    std::error_code ec;
+    for (auto it = fs::recursive_directory_iterator(root_, ec);
+         !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+      if (it->is_regular_file()) files.push_back(fs::relative(it->path(), root_).string());
+    }
+    std::sort(files.begin(), files.end());
+    return files;
+  }
+
+  fs::path dir_;
+  fs::path root_;
+  std::unique_ptr<FsKeyStore> store_;
+  AuthPolicyOptions options_;
+  std::string pub_;
+  std::string other_pub_;
+};
+
+void ExpectDecision(const AuthDecision& d, AuthVerdict verdict, bool result, std::string_view act) {
+  EXPECT_EQ(d.verdict, verdict) << d.reason;
+  EXPECT_EQ(d.result, result) << d.reason;
+  EXPECT_EQ(d.act, act) << d.reason;
+  EXPECT_FALSE(d.reason.empty());
+}
+
+TEST_F(AuthPolicyTest, NewKeyIsPlacedInPending) {
+  ExpectDecision(Decide("web1", pub_), AuthVerdict::kPending, true, "pend");
+  EXPECT_EQ(File("minions_pre", "web1"), pub_);
+  EXPECT_EQ(AllFiles(), std::vector<std::string>{"minions_pre/web1"});
+}
+
+TEST_F(AuthPolicyTest, AutoAcceptAcceptsNewKey) {
+  options_.auto_accept = true;
+  ExpectDecision(Decide("web1", pub_), AuthVerdict::kAccepted, true, "accept");
+  EXPECT_EQ(File("minions", "web1"), pub_);
+  EXPECT_EQ(AllFiles(), std::vector<std::string>{"minions/web1"});
+}
+
+TEST_F(AuthPolicyTest, AutosignGlobAcceptsNewKey) {
+  options_.autosign_patterns = {"db*", "web*"};
+  ExpectDecision(Decide("web1", pub_), AuthVerdict::kAccepted, true, "accept");
+  EXPECT_EQ(File("minions", "web1"), pub_);
+}
+
+TEST_F(AuthPolicyTest, AutosignRegexAcceptsNewKey) {
+  options_.autosign_patterns = {"web[0-9]+\\.example\\.com"};
+  ExpectDecision(Decide("web12.example.com", pub_), AuthVerdict::kAccepted, true, "accept");
+  ExpectDecision(Decide("web12.example.org", pub_), AuthVerdict::kPending, true, "pend");
+}
+
+TEST_F(AuthPolicyTest, AutorejectRejectsNewKey) {
+  options_.autoreject_patterns = {"bad*"};
+  ExpectDecision(Decide("bad1", pub_), AuthVerdict::kRejected, false, "reject");
+  EXPECT_EQ(File("minions_rejected", "bad1"), pub_);
+  EXPECT_EQ(AllFiles(), std::vector<std::string>{"minions_rejected/bad1"});
+}
+
+TEST_F(AuthPolicyTest, AutorejectWinsOverAutosign) {
+  options_.auto_accept = true;
+  options_.autoreject_patterns = {"web1"};
+  ExpectDecision(Decide("web1", pub_), AuthVerdict::kRejected, false, "reject");
+  EXPECT_EQ(File("minions", "web1"), "<missing>");
+}
+
+TEST_F(AuthPolicyTest, AutorejectMovesPendingKeyToRejected) {
+  PutKey("minions_pre", "web1", pub_);
+  options_.autoreject_patterns = {"web1"};
+  // Salt moves the pending file as it is, even when the request carries another key.
+  ExpectDecision(Decide("web1", other_pub_), AuthVerdict::kRejected, false, "reject");
+  EXPECT_EQ(File("minions_rejected", "web1"), pub_);
+  EXPECT_EQ(AllFiles(), std::vector<std::string>{"minions_rejected/web1"});
+}
+
+TEST_F(AuthPolicyTest, AutosignStubIsConsumedAndAccepts) {
+  PutKey("minions_autosign", "web1", "");
+  ExpectDecision(Decide("web1", pub_), AuthVerdict::kAccepted, true, "accept");
+  EXPECT_EQ(AllFiles(), std::vector<std::string>{"minions/web1"});
+}
+
+TEST_F(AuthPolicyTest, ExpiredAutosignStubIsRemovedAndKeyPends) {
+  PutKey("minions_autosign", "web1", "");
+  std::error_code ec;
+  fs::last_write_time(root_ / "minions_autosign" / "web1",
+                      fs::file_time_type::clock::now() - minutes(121), ec);
+  ASSERT_FALSE(ec);
+  ExpectDecision(Decide("web1", pub_), AuthVerdict::kPending, true, "pend");
+  EXPECT_EQ(AllFiles(), std::vector<std::string>{"minions_pre/web1"});
+}
+
+TEST_F(AuthPolicyTest, AutoAcceptLeavesTheStubAlone) {
+  // Salt checks auto_accept first and only then the stub.
+  options_.auto_accept = true;
+  PutKey("minions_autosign", "web1", "");
+  ExpectDecision(Decide("web1", pub_), AuthVerdict::kAccepted, true, "accept");
+  EXPECT_EQ(File("minions_autosign", "web1"), "");
+}
+
+TEST_F(AuthPolicyTest, PendingSameKeyStaysPending) {
+  PutKey("minions_pre", "web1", pub_);
+  ExpectDecision(Decide("web1", pub_), AuthVerdict::kPending, true, "pend");
+  EXPECT_EQ(AllFiles(), std::vector<std::string>{"minions_pre/web1"});
+}
+
+TEST_F(AuthPolicyTest, StoredKeyWithTrailingNewlineAndCrlfStillMatches) {
+  std::string crlf;
+  for (char c : pub_) {
+    if (c == '\n') crlf += '\r';
+    crlf += c;
+  }
+  PutKey("minions_pre", "web1", crlf + "\r\n");
+  ExpectDecision(Decide("web1", pub_), AuthVerdict::kPending, true, "pend");
+  PutKey("minions", "web2", pub_ + "\n");
+  ExpectDecision(Decide("web2", pub_), AuthVerdict::kAccepted, true, "accept");
+  EXPECT_EQ(File("minions", "web2"), pub_ + "\n");  // left as it was
+}
+
+TEST_F(AuthPolicyTest, PendingDifferentKeyIsDenied) {
+  PutKey("minions_pre", "web1", pub_);
+  ExpectDecision(Decide("web1", other_pub_), AuthVerdict::kDenied, false, "denied");
+  EXPECT_EQ(File("minions_denied", "web1"), other_pub_);
+  EXPECT_EQ(File("minions_pre", "web1"), pub_);
+}
+
+TEST_F(AuthPolicyTest, PendingDifferentKeyWithAutosignIsDeniedWithoutAct) {
+  PutKey("minions_pre", "web1", pub_);
+  options_.auto_accept = true;
+  ExpectDecision(Decide("web1", other_pub_), AuthVerdict::kDenied, false, "");
+  EXPECT_EQ(File("minions_denied", "web1"), other_pub_);
+  EXPECT_EQ(File("minions_pre", "web1"), pub_);
+  EXPECT_EQ(File("minions", "web1"), "<missing>");
+}
+
+TEST_F(AuthPolicyTest, PendingSameKeyWithAutosignIsAccepted) {
+  PutKey("minions_pre", "web1", pub_);
+  options_.autosign_patterns = {"web*"};
+  ExpectDecision(Decide("web1", pub_), AuthVerdict::kAccepted, true, "accept");
+  EXPECT_EQ(AllFiles(), std::vector<std::string>{"minions/web1"});
+  EXPECT_EQ(File("minions", "web1"), pub_);
+}
+
+TEST_F(AuthPolicyTest, AcceptedSameKeyIsAccepted) {
+  PutKey("minions", "web1", pub_);
+  ExpectDecision(Decide("web1", pub_), AuthVerdict::kAccepted, true, "accept");
+  EXPECT_EQ(AllFiles(), std::vector<std::string>{"minions/web1"});
+}
+
+TEST_F(AuthPolicyTest, AcceptedChangedKeyIsDenied) {
+  PutKey("minions", "web1", pub_);
+  ExpectDecision(Decide("web1", other_pub_), AuthVerdict::kDenied, false, "denied");
+  EXPECT_EQ(File("minions", "web1"), pub_);
+  EXPECT_EQ(File("minions_denied", "web1"), other_pub_);
+}
+
+TEST_F(AuthPolicyTest, RejectedKeyIsRejected) {
+  PutKey("minions_rejected", "web1", pub_);
+  PutKey("minions", "web1", pub_);  // rejected is checked first
+  options_.auto_accept = true;
+  ExpectDecision(Decide("web1", pub_), AuthVerdict::kRejected, false, "");
+  EXPECT_EQ(AllFiles(), (std::vector<std::string>{"minions/web1", "minions_rejected/web1"}));
+}
+
+TEST_F(AuthPolicyTest, OpenModeOverwritesChangedKey) {
+  options_.open_mode = true;
+  PutKey("minions", "web1", pub_);
+  PutKey("minions_rejected", "web1", pub_);  // open mode skips the state machine
+  ExpectDecision(Decide("web1", other_pub_), AuthVerdict::kAccepted, true, "accept");
+  EXPECT_EQ(File("minions", "web1"), other_pub_);
+  EXPECT_EQ(File("minions_denied", "web1"), "<missing>");
+}
+
+TEST_F(AuthPolicyTest, OpenModeAcceptsNewKey) {
+  options_.open_mode = true;
+  ExpectDecision(Decide("web1", pub_), AuthVerdict::kAccepted, true, "accept");
+  EXPECT_EQ(AllFiles(), std::vector<std::string>{"minions/web1"});
+}
+
+TEST_F(AuthPolicyTest, OpenModeRefusesEmptyKey) {
+  options_.open_mode = true;
+  PutKey("minions", "web1", pub_);
+  ExpectDecision(Decide("web1", ""), AuthVerdict::kRejected, false, "");
+  EXPECT_EQ(File("minions", "web1"), pub_);
+}
+
+TEST_F(AuthPolicyTest, InvalidIdsAreRejectedAndNothingIsWritten) {
+  options_.auto_accept = true;
+  for (std::string_view id : {std::string_view("../x"), std::string_view("a/b"),
+                              std::string_view(""), std::string_view(".."), std::string_view("."),
+                              std::string_view("a\\b"), std::string_view("a\0b", 3)}) {
+    ExpectDecision(Decide(id, pub_), AuthVerdict::kRejected, false, "");
+  }
+  EXPECT_TRUE(AllFiles().empty());
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir_), fs::directory_iterator()), 1);
+}
+
+TEST_F(AuthPolicyTest, PendingPathThatIsADirectoryIsRejected) {
+  ASSERT_TRUE(EnsureDir(root_ / "minions_pre" / "web1", 0700).ok());
+  ExpectDecision(Decide("web1", pub_), AuthVerdict::kRejected, false, "");
+  EXPECT_TRUE(AllFiles().empty());
+}
+
+TEST_F(AuthPolicyTest, CorruptKeyIsWrittenButNotAccepted) {
+  options_.auto_accept = true;
+  ExpectDecision(Decide("web1", "not a key"), AuthVerdict::kRejected, false, "");
+  EXPECT_EQ(File("minions", "web1"), "not a key");  // Salt writes it before loading it
+}
+
+TEST_F(AuthPolicyTest, PendingThenOperatorAcceptFlow) {
+  ExpectDecision(Decide("web1", pub_), AuthVerdict::kPending, true, "pend");
+  ExpectDecision(Decide("web1", pub_), AuthVerdict::kPending, true, "pend");
+  std::error_code ec;
+  fs::rename(root_ / "minions_pre" / "web1", root_ / "minions" / "web1", ec);
+  ASSERT_FALSE(ec);
+  ExpectDecision(Decide("web1", pub_), AuthVerdict::kAccepted, true, "accept");
+}
+
+TEST(MatchesPatternTest, GlobAndFullRegex) {
+  EXPECT_TRUE(MatchesPattern("web1", {"web*"}));
+  EXPECT_TRUE(MatchesPattern("web1", {"w?b[0-9]"}));
+  EXPECT_TRUE(MatchesPattern("web1", {"web1"}));
+  EXPECT_TRUE(MatchesPattern("web1", {"db", "web\\d"}));
+  EXPECT_TRUE(MatchesPattern("web1", {"[!x]eb1"}));
+  EXPECT_TRUE(MatchesPattern(".hidden", {"*"}));
+  EXPECT_FALSE(MatchesPattern("web1", {"web"}));   // regex must match the whole id
+  EXPECT_FALSE(MatchesPattern("web1", {"eb1"}));   // not a search
+  EXPECT_FALSE(MatchesPattern("web1", {"WEB*"}));  // case-sensitive
+  EXPECT_FALSE(MatchesPattern("web1", {}));
+}
+
+TEST(MatchesPatternTest, InvalidRegexIsOnlyAGlob) {
+  EXPECT_FALSE(MatchesPattern("web1", {"web(", "[", "*+", "a{2,1}"}));
+  EXPECT_TRUE(MatchesPattern("web(", {"web("}));  // still matches as a glob
+}
+
+class LoadPatternFileTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    char name[] = "/tmp/halite-keys-pattern-XXXXXX";
+    ASSERT_NE(::mkdtemp(name), nullptr);
+    dir_ = name;
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+  fs::path dir_;
+};
+
+TEST_F(LoadPatternFileTest, SkipsCommentsAndBlankLines) {
+  const fs::path path = dir_ / "autosign.conf";
+  ASSERT_TRUE(
+      WriteFileAtomic(path, "# comment\n  web*  \n\n   # indented comment\r\ndb[0-9]\r\nlast", 0644)
+          .ok());
+  EXPECT_EQ(LoadPatternFile(path).value(), (std::vector<std::string>{"web*", "db[0-9]", "last"}));
+}
+
+TEST_F(LoadPatternFileTest, MissingFileIsEmpty) {
+  auto patterns = LoadPatternFile(dir_ / "nope");
+  ASSERT_TRUE(patterns.ok());
+  EXPECT_TRUE(patterns->empty());
+}
+
+TEST_F(LoadPatternFileTest, WorldWritableFileIsRefused) {
+  const fs::path path = dir_ / "autosign.conf";
+  ASSERT_TRUE(WriteFileAtomic(path, "*\n", 0666).ok());
+  auto patterns = LoadPatternFile(path, /*permissive_pki_access=*/true);
+  ASSERT_FALSE(patterns.ok());
+  EXPECT_EQ(patterns.error().code, ErrorCode::kPermissionDenied);
+}
+
+TEST_F(LoadPatternFileTest, GroupWritableNeedsPermissivePkiAccess) {
+  const fs::path path = dir_ / "autosign.conf";
+  ASSERT_TRUE(WriteFileAtomic(path, "*\n", 0664).ok());
+  auto strict = LoadPatternFile(path);
+  ASSERT_FALSE(strict.ok());
+  EXPECT_EQ(strict.error().code, ErrorCode::kPermissionDenied);
+  EXPECT_EQ(LoadPatternFile(path, /*permissive_pki_access=*/true).value(),
+            std::vector<std::string>{"*"});
+}
+
+}  // namespace
+}  // namespace halite::keys

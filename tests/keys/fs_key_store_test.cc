@@ -1,0 +1,183 @@
+#include "halite/keys/fs_key_store.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include <chrono>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "halite/keys/fs.h"
+
+namespace halite::keys {
+namespace {
+
+namespace fs = std::filesystem;
+using std::chrono::minutes;
+
+constexpr std::string_view kPem = "-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----";
+
+class FsKeyStoreTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    char name[] = "/tmp/halite-keys-store-XXXXXX";
+    ASSERT_NE(::mkdtemp(name), nullptr);
+    dir_ = name;
+    root_ = dir_ / "pki";
+    auto store = FsKeyStore::Open(root_);
+    ASSERT_TRUE(store.ok()) << store.error().ToString();
+    store_ = std::move(store).value();
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+
+  static mode_t ModeOf(const fs::path& path) {
+    struct stat st {};
+    EXPECT_EQ(::stat(path.c_str(), &st), 0);
+    return st.st_mode & 07777;
+  }
+
+  // Sets the mtime of `path` to `age` ago.
+  static void Age(const fs::path& path, minutes age) {
+    std::error_code ec;
+    fs::last_write_time(path, fs::file_time_type::clock::now() - age, ec);
+    ASSERT_FALSE(ec) << ec.message();
+  }
+
+  fs::path dir_;
+  fs::path root_;
+  std::unique_ptr<FsKeyStore> store_;
+};
+
+TEST_F(FsKeyStoreTest, OpenCreatesSaltLayout) {
+  EXPECT_EQ(store_->root(), root_);
+  for (const char* sub :
+       {"minions", "minions_pre", "minions_rejected", "minions_denied", "minions_autosign"}) {
+    EXPECT_TRUE(fs::is_directory(root_ / sub)) << sub;
+    EXPECT_EQ(ModeOf(root_ / sub), 0700u) << sub;
+  }
+  EXPECT_TRUE(FsKeyStore::Open(root_).ok());  // reopening an existing layout is fine
+}
+
+TEST_F(FsKeyStoreTest, OpenOverAFileFails) {
+  ASSERT_TRUE(WriteFileAtomic(dir_ / "file", "x", 0644).ok());
+  EXPECT_FALSE(FsKeyStore::Open(dir_ / "file").ok());
+}
+
+TEST_F(FsKeyStoreTest, WriteStoresTextVerbatimWithMode0644) {
+  ASSERT_TRUE(store_->Write(KeyState::kPending, "web1", kPem).ok());
+  const fs::path path = root_ / "minions_pre" / "web1";
+  EXPECT_EQ(ReadFile(path).value(), kPem);  // no newline added
+  EXPECT_EQ(ModeOf(path), 0644u);
+  EXPECT_EQ(store_->Read(KeyState::kPending, "web1").value(), kPem);
+}
+
+TEST_F(FsKeyStoreTest, MissingKeyIsNotFound) {
+  Result<std::string> read = store_->Read(KeyState::kAccepted, "web1");
+  ASSERT_FALSE(read.ok());
+  EXPECT_EQ(read.error().code, ErrorCode::kNotFound);
+  Status removed = store_->Remove(KeyState::kAccepted, "web1");
+  ASSERT_FALSE(removed.ok());
+  EXPECT_EQ(removed.error().code, ErrorCode::kNotFound);
+  Result<FileStamp> stamp = store_->Stamp(KeyState::kAccepted, "web1");
+  ASSERT_FALSE(stamp.ok());
+  EXPECT_EQ(stamp.error().code, ErrorCode::kNotFound);
+}
+
+TEST_F(FsKeyStoreTest, RemoveDeletesTheKey) {
+  ASSERT_TRUE(store_->Write(KeyState::kRejected, "web1", kPem).ok());
+  ASSERT_TRUE(store_->Remove(KeyState::kRejected, "web1").ok());
+  EXPECT_FALSE(fs::exists(root_ / "minions_rejected" / "web1"));
+}
+
+TEST_F(FsKeyStoreTest, ListIsSortedAndSkipsHiddenTempAndDirectories) {
+  for (const char* id : {"zeta", "alpha", "mid"}) {
+    ASSERT_TRUE(store_->Write(KeyState::kAccepted, id, kPem).ok());
+  }
+  const fs::path dir = root_ / "minions";
+  ASSERT_TRUE(WriteFileAtomic(dir / ".hidden", "x", 0644).ok());
+  ASSERT_TRUE(WriteFileAtomic(dir / ".alpha.tmp-0123456789abcdef", "x", 0644).ok());
+  ASSERT_TRUE(EnsureDir(dir / "subdir", 0700).ok());
+  EXPECT_EQ(store_->List(KeyState::kAccepted).value(),
+            (std::vector<std::string>{"alpha", "mid", "zeta"}));
+  EXPECT_TRUE(store_->List(KeyState::kDenied).value().empty());
+}
+
+TEST_F(FsKeyStoreTest, InvalidIdsAreRefusedEverywhere) {
+  for (std::string_view id :
+       {std::string_view(""), std::string_view("../x"), std::string_view("a/b"),
+        std::string_view(".."), std::string_view(".")}) {
+    EXPECT_EQ(store_->Read(KeyState::kAccepted, id).error().code, ErrorCode::kInvalidArgument);
+    EXPECT_EQ(store_->Write(KeyState::kAccepted, id, kPem).error().code,
+              ErrorCode::kInvalidArgument);
+    EXPECT_EQ(store_->Remove(KeyState::kAccepted, id).error().code, ErrorCode::kInvalidArgument);
+    EXPECT_EQ(store_->IsDirectory(KeyState::kAccepted, id).error().code,
+              ErrorCode::kInvalidArgument);
+    EXPECT_EQ(store_->Stamp(KeyState::kAccepted, id).error().code, ErrorCode::kInvalidArgument);
+    EXPECT_EQ(store_->ConsumeAutosignStub(id, minutes(120)).error().code,
+              ErrorCode::kInvalidArgument);
+  }
+  EXPECT_FALSE(fs::exists(root_ / "x"));
+}
+
+TEST_F(FsKeyStoreTest, LongestValidIdCanBeStored) {
+  const std::string id(255, 'a');
+  ASSERT_TRUE(store_->Write(KeyState::kAccepted, id, kPem).ok());
+  EXPECT_EQ(store_->Read(KeyState::kAccepted, id).value(), kPem);
+  EXPECT_EQ(store_->List(KeyState::kAccepted).value(), std::vector<std::string>{id});
+}
+
+TEST_F(FsKeyStoreTest, StampChangesWhenTheKeyIsReplaced) {
+  ASSERT_TRUE(store_->Write(KeyState::kAccepted, "web1", kPem).ok());
+  const FileStamp first = store_->Stamp(KeyState::kAccepted, "web1").value();
+  EXPECT_EQ(first.size, kPem.size());
+  EXPECT_EQ(store_->Stamp(KeyState::kAccepted, "web1").value(), first);
+  ASSERT_TRUE(store_->Write(KeyState::kAccepted, "web1", kPem).ok());
+  EXPECT_NE(store_->Stamp(KeyState::kAccepted, "web1").value(), first);  // new inode
+}
+
+TEST_F(FsKeyStoreTest, IsDirectory) {
+  EXPECT_FALSE(store_->IsDirectory(KeyState::kPending, "web1").value());
+  ASSERT_TRUE(store_->Write(KeyState::kPending, "web1", kPem).ok());
+  EXPECT_FALSE(store_->IsDirectory(KeyState::kPending, "web1").value());
+  ASSERT_TRUE(EnsureDir(root_ / "minions_pre" / "web2", 0700).ok());
+  EXPECT_TRUE(store_->IsDirectory(KeyState::kPending, "web2").value());
+  // A directory is not a key.
+  EXPECT_EQ(store_->Read(KeyState::kPending, "web2").error().code, ErrorCode::kNotFound);
+  EXPECT_EQ(store_->Stamp(KeyState::kPending, "web2").error().code, ErrorCode::kNotFound);
+}
+
+TEST_F(FsKeyStoreTest, AutosignStubIsConsumedOnce) {
+  const fs::path stub = root_ / "minions_autosign" / "web1";
+  ASSERT_TRUE(WriteFileAtomic(stub, "", 0600).ok());
+  EXPECT_TRUE(store_->ConsumeAutosignStub("web1", minutes(120)).value());
+  EXPECT_FALSE(fs::exists(stub));
+  EXPECT_FALSE(store_->ConsumeAutosignStub("web1", minutes(120)).value());
+}
+
+TEST_F(FsKeyStoreTest, ExpiredAutosignStubsAreSweptAndDoNotSign) {
+  const fs::path dir = root_ / "minions_autosign";
+  ASSERT_TRUE(WriteFileAtomic(dir / "web1", "", 0600).ok());
+  ASSERT_TRUE(WriteFileAtomic(dir / "other-old", "", 0600).ok());
+  ASSERT_TRUE(WriteFileAtomic(dir / "other-new", "", 0600).ok());
+  Age(dir / "web1", minutes(121));
+  Age(dir / "other-old", minutes(500));
+  EXPECT_FALSE(store_->ConsumeAutosignStub("web1", minutes(120)).value());
+  EXPECT_FALSE(fs::exists(dir / "web1"));
+  EXPECT_FALSE(fs::exists(dir / "other-old"));
+  EXPECT_TRUE(fs::exists(dir / "other-new"));
+}
+
+TEST_F(FsKeyStoreTest, ZeroTimeoutNeverExpiresStubs) {
+  const fs::path stub = root_ / "minions_autosign" / "web1";
+  ASSERT_TRUE(WriteFileAtomic(stub, "", 0600).ok());
+  Age(stub, minutes(100000));
+  EXPECT_TRUE(store_->ConsumeAutosignStub("web1", minutes(0)).value());
+}
+
+}  // namespace
+}  // namespace halite::keys
