@@ -1,0 +1,98 @@
+// The local client used by halite, halite-run and tests: talks to the master on this host
+// over its ipc sockets in sock_dir (file permissions are the access control) and presents
+// the root key from <cachedir>/.root_key, as Salt's LocalClient does.
+// Not thread-safe: one client per thread. Every call is bounded by a deadline.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+#include <zmq.hpp>
+
+#include "halite/common/result.h"
+#include "halite/wire/msgpack.h"
+
+namespace halite::client {
+
+struct ClientOptions {
+  std::string sock_dir;
+  std::string cachedir;
+  std::chrono::milliseconds request_timeout{10000};
+};
+
+struct PublishRequest {
+  wire::Value tgt;  // a string, or a list for tgt_type "list"
+  std::string tgt_type = "glob";
+  std::string fun;
+  wire::Array arg;
+  std::string jid;  // empty: the master assigns one
+  std::string delimiter = ":";
+};
+
+struct PublishReply {
+  std::string jid;
+  std::vector<std::string> minions;
+  std::vector<std::string> missing;
+};
+
+struct MinionReturn {
+  std::string id;
+  wire::Value ret;
+  std::optional<std::int64_t> retcode;
+  std::optional<bool> success;
+  std::string out;
+};
+
+struct WaitOptions {
+  std::chrono::milliseconds timeout{5000};          // Salt's -t: wait this long past the last news
+  std::chrono::milliseconds gather_timeout{10000};  // cap on find_job extensions
+  bool find_job = true;  // ask silent minions whether the job still runs (saltutil.find_job)
+  std::function<void(std::size_t returned, std::size_t expected)> progress;
+};
+
+class LocalClient {
+ public:
+  static Result<std::unique_ptr<LocalClient>> Connect(const ClientOptions& options);
+  ~LocalClient();
+
+  // A clear request with the root key added; the reply's `load` map, or the error it carried.
+  Result<wire::Value> Call(wire::Value load);
+  // Subscribes to the event bus and proves the subscription is live (a probe event echoes
+  // back), so no event fired after this returns can be missed.
+  Status SubscribeEvents();
+  Result<PublishReply> Publish(const PublishRequest& request);
+  // Streams `salt/job/<jid>/ret/<id>` events until every expected minion answered or the
+  // timeout passed (extended while minions report the job still running), then reconciles
+  // with the job cache through the master so that a return whose event was lost is still
+  // reported. `on_return` runs once per minion. Returns the ids that never answered.
+  Result<std::vector<std::string>> WaitForReturns(
+      const PublishReply& job, const WaitOptions& options,
+      const std::function<void(const MinionReturn&)>& on_return);
+  // jobs.lookup_jid through the master.
+  Result<wire::Value> LookupJid(const std::string& jid);
+  Result<wire::Value> ListJobs();
+
+ private:
+  LocalClient() = default;
+  Result<wire::Value> Request(const wire::Value& load);
+  Result<std::optional<std::pair<std::string, wire::Value>>> NextEvent(
+      std::chrono::milliseconds wait);
+  void ResetRequestSocket();
+
+  ClientOptions options_;
+  std::string root_key_;
+  zmq::context_t context_;
+  std::unique_ptr<zmq::socket_t> req_;
+  std::unique_ptr<zmq::socket_t> sub_;
+};
+
+// Parses Salt's CLI argument habits: positional args, `key=value` kwargs collected into a
+// trailing {"__kwarg__": true, ...} map, and YAML-ish scalars (ints, true/false, None) as
+// the salt CLI does.
+wire::Array ParseCliArgs(const std::vector<std::string>& args);
+
+}  // namespace halite::client

@@ -1,0 +1,57 @@
+// Everything a request handler may use, built once by daemon/ and shared by reference.
+// Handlers run on worker threads; every member is thread-safe or immutable after start.
+#pragma once
+
+#include <atomic>
+#include <string>
+
+#include "halite/config/master_config.h"
+#include "halite/jobs/jid.h"
+#include "halite/jobs/job_cache.h"
+#include "halite/keys/auth_policy.h"
+#include "halite/keys/key_store.h"
+#include "halite/master/keyring.h"
+#include "halite/master/minion_data.h"
+#include "halite/master/minion_keys.h"
+#include "halite/master/services.h"
+#include "halite/wire/rsa.h"
+
+namespace halite::master {
+
+struct Counters {
+  std::atomic<std::uint64_t> auth_accepted{0};
+  std::atomic<std::uint64_t> auth_pending{0};
+  std::atomic<std::uint64_t> auth_rejected{0};
+  std::atomic<std::uint64_t> auth_denied{0};
+  std::atomic<std::uint64_t> auth_errors{0};
+  std::atomic<std::uint64_t> returns_stored{0};
+  std::atomic<std::uint64_t> returns_duplicate{0};
+  std::atomic<std::uint64_t> returns_failed{0};
+  std::atomic<std::uint64_t> publishes{0};
+  std::atomic<std::uint64_t> bad_requests{0};
+  std::atomic<std::uint64_t> events_rejected{0};
+};
+
+struct MasterContext {
+  const config::MasterConfig* config = nullptr;
+  keys::KeyStore* key_store = nullptr;  // pki_dir, or cluster_pki_dir in a cluster
+  MinionKeys* minion_keys = nullptr;
+  SessionKeys* session_keys = nullptr;
+  AesKeyRing* aes = nullptr;
+  const wire::RsaPrivateKey* signing_key = nullptr;  // master.pem, or cluster.pem
+  std::string pub_key_text;                          // CleanKey(master.pub or cluster.pub)
+  jobs::JobCache* job_cache = nullptr;
+  jobs::JidGenerator* jids = nullptr;
+  JobPublisher* publisher = nullptr;
+  EventSink* events = nullptr;
+  MinionData* minion_data = nullptr;
+  keys::AuthPolicyOptions auth_policy;
+  std::string root_key;  // <cachedir>/.root_key: what local CLIs must present
+  Counters* counters = nullptr;
+};
+
+// Answers one request body (salt-wire 3.3); `reply` is called exactly once, possibly later
+// from another thread (returns are acknowledged only once durable).
+void HandleRequest(MasterContext& ctx, std::string body, std::function<void(std::string)> reply);
+
+}  // namespace halite::master

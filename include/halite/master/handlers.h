@@ -1,0 +1,41 @@
+// Request handlers, one file per family (salt-wire 4.5, 6, 7). All run on worker threads.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "halite/master/context.h"
+#include "halite/wire/msgpack.h"
+
+namespace halite::master {
+
+enum class ReplyKind {
+  kEncrypted,  // Crypticle(session or aes).dumps(value, nonce) as a msgpack str (send)
+  kPlain,      // msgpack(value) as is (send_private results, errors)
+};
+
+// A decrypted aes request.
+struct AesRequest {
+  int version = 0;
+  std::string id;  // the minion id (checked against the token for v3)
+  std::optional<std::string> nonce;
+  std::string enc_algo = "OAEP-SHA1";
+  std::string sig_algo = "PKCS1v15-SHA1";
+  CrypticlePtr key;  // the key the request came under; replies use it
+  wire::Value load;  // without nonce and tok
+  std::function<void(ReplyKind, wire::Value)> reply;  // exactly once
+};
+
+std::string PackPlain(std::string_view text);
+
+// auth.cc: `_auth` (clear).
+void HandleAuth(MasterContext& ctx, const wire::Value& load, int version,
+                std::function<void(std::string)> reply);
+// clear_funcs.cc: publish, ping and halite's local tool commands.
+void HandleClear(MasterContext& ctx, const std::string& cmd, wire::Value load,
+                 std::function<void(std::string)> reply);
+// aes_funcs.cc: _return, _pillar, _minion_event, file server, unknown -> {}.
+void DispatchAes(MasterContext& ctx, const std::string& cmd, AesRequest req);
+
+}  // namespace halite::master

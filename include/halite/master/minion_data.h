@@ -1,0 +1,49 @@
+// The minion data cache (salt-wire 9.5): <cachedir>/minions/<id>/data.p = msgpack-bin
+// {grains, pillar}, written on `_pillar`, read for grain targeting. Files are shared by every
+// master of a cluster; reads are cached by mtime. Thread-safe; blocks on disk: call from
+// worker threads.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "halite/common/result.h"
+#include "halite/wire/msgpack.h"
+
+namespace halite::master {
+
+class MinionData {
+ public:
+  explicit MinionData(std::filesystem::path cachedir) : dir_(std::move(cachedir) / "minions") {}
+
+  Status Store(std::string_view id, const wire::Value& grains, const wire::Value& pillar);
+  // The cached grains of `id`, or nullopt when none were stored (or the file is unreadable).
+  std::optional<wire::Value> Grains(std::string_view id);
+  Status Remove(std::string_view id);
+
+ private:
+  struct Entry {
+    std::int64_t mtime_ns = 0;
+    wire::Value grains;
+  };
+  const std::filesystem::path dir_;
+  std::mutex mu_;
+  std::unordered_map<std::string, Entry> cache_ HALITE_GUARDED_BY(mu_);
+};
+
+// Pillar compilation from pillar_roots (no templating): top.sls maps environments and
+// targets to sls names; each sls is a YAML map merged in order (later keys win, maps merge
+// recursively). `{}` when there is no top file. Errors name the file and line.
+Result<wire::Value> CompilePillar(const std::map<std::string, std::vector<std::string>>& roots,
+                                  std::string_view id, const wire::Value& grains);
+
+// YAML text to a Value with YAML 1.1 scalars as Salt's loader reads them (ints, floats,
+// true/false/yes/no, null/~, quoted strings stay strings).
+Result<wire::Value> YamlToValue(std::string_view text);
+
+}  // namespace halite::master

@@ -1,0 +1,79 @@
+// The publisher: sole owner of the minion-facing PUB socket (publish_port) and of the local
+// event bus socket (a ZeroMQ PUB on ipc://<sock_dir>/halite_event_pub.ipc, mode 0660; one
+// frame per event, the packed Salt event, so subscribers filter by tag prefix).
+// Both sockets live on one ZmqLoop ("publisher"); every public method is thread-safe and
+// only posts to that loop. Publishing encrypts with the AES key ring and signs the
+// ciphertext with the master (or cluster) key (salt-wire 4.8).
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+#include <zmq.hpp>
+
+#include "halite/common/result.h"
+#include "halite/master/keyring.h"
+#include "halite/master/services.h"
+#include "halite/transport/zmq_loop.h"
+#include "halite/wire/rsa.h"
+
+namespace halite::master {
+
+struct PublisherOptions {
+  std::string publish_endpoint;   // tcp://<interface>:<publish_port>
+  std::string event_endpoint;     // ipc://<sock_dir>/halite_event_pub.ipc
+  std::string event_socket_path;  // the file of event_endpoint, for chmod
+  int pub_hwm = 1000;
+  int backlog = 1000;
+  bool ipv6 = false;
+  int tcp_keepalive = 1;
+  int tcp_keepalive_idle = 300;
+  int tcp_keepalive_cnt = -1;
+  int tcp_keepalive_intvl = -1;
+  bool sign_pub_messages = true;
+  wire::SigHash sig_hash = wire::SigHash::kSha1;
+  bool with_serial = true;  // false in cluster mode (salt-wire 10.3)
+};
+
+class Publisher final : public EventSink, public JobPublisher {
+ public:
+  // Called on the publisher loop for every event fired here (cluster forwarding).
+  using EventObserver = std::function<void(const std::string& tag, const wire::Value& data)>;
+
+  Publisher(zmq::context_t& context, transport::ZmqLoop& loop, AesKeyRing& aes,
+            wire::RsaPrivateKey signing_key, PublisherOptions options);
+
+  // Binds both sockets on the loop thread and waits for the outcome. The loop must be running.
+  Status Start();
+
+  // EventSink:
+  void Fire(std::string tag, wire::Value data) override;
+  // JobPublisher:
+  void Publish(wire::Value pub_load) override;
+
+  // Publishes an already-stamped event to local subscribers only (events from peers).
+  void FireLocalOnly(std::string tag, wire::Value data);
+  // Loop thread or before Start.
+  void AddEventObserver(EventObserver observer);
+
+  std::uint64_t published() const { return published_.load(); }
+  std::uint64_t events_fired() const { return events_.load(); }
+
+ private:
+  void SendEvent(const std::string& tag, const wire::Value& data);
+
+  zmq::context_t& context_;
+  transport::ZmqLoop& loop_;
+  AesKeyRing& aes_;
+  const wire::RsaPrivateKey signing_key_;
+  const PublisherOptions options_;
+  std::unique_ptr<zmq::socket_t> pub_;            // loop thread only
+  std::unique_ptr<zmq::socket_t> events_socket_;  // loop thread only
+  std::vector<EventObserver> observers_;          // loop thread only
+  std::atomic<std::uint64_t> published_{0};
+  std::atomic<std::uint64_t> events_{0};
+};
+
+}  // namespace halite::master

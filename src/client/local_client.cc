@@ -1,0 +1,298 @@
+#include "halite/client/local_client.h"
+
+#include <charconv>
+#include <map>
+
+#include "halite/keys/fs.h"
+#include "halite/wire/encoding.h"
+#include "halite/wire/event.h"
+
+namespace halite::client {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::vector<std::string> StrVector(const wire::Value* v) {
+  std::vector<std::string> out;
+  if (!v) return out;
+  if (const wire::Array* a = v->array()) {
+    for (const auto& e : *a) {
+      if (const std::string* s = e.str()) out.push_back(*s);
+    }
+  }
+  return out;
+}
+
+wire::Value ParseScalar(const std::string& s) {
+  if (s == "True" || s == "true") return wire::Value(true);
+  if (s == "False" || s == "false") return wire::Value(false);
+  if (s == "None" || s == "null" || s == "~") return wire::Value();
+  std::int64_t i = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), i);
+  if (ec == std::errc() && p == s.data() + s.size() && !s.empty()) return wire::Value(i);
+  return wire::Value(s);
+}
+
+MinionReturn FromEventData(const wire::Value& data) {
+  MinionReturn r;
+  if (const std::string* id = data.FindStr("id")) r.id = *id;
+  if (const wire::Value* ret = data.Find("return")) r.ret = *ret;
+  if (const wire::Value* rc = data.Find("retcode")) r.retcode = rc->int64();
+  if (const wire::Value* ok = data.Find("success")) r.success = ok->boolean();
+  if (const std::string* out = data.FindStr("out")) r.out = *out;
+  return r;
+}
+
+}  // namespace
+
+wire::Array ParseCliArgs(const std::vector<std::string>& args) {
+  wire::Array out;
+  wire::Value kwargs = wire::Value::EmptyMap();
+  for (const auto& a : args) {
+    auto eq = a.find('=');
+    bool is_kwarg = eq != std::string::npos && eq > 0;
+    for (std::size_t i = 0; is_kwarg && i < eq; ++i) {
+      char c = a[i];
+      if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) is_kwarg = false;
+    }
+    if (is_kwarg) {
+      kwargs.Set(a.substr(0, eq), ParseScalar(a.substr(eq + 1)));
+    } else {
+      out.push_back(ParseScalar(a));
+    }
+  }
+  if (!kwargs.map()->empty()) {
+    kwargs.Set("__kwarg__", true);
+    out.push_back(std::move(kwargs));
+  }
+  return out;
+}
+
+Result<std::unique_ptr<LocalClient>> LocalClient::Connect(const ClientOptions& options) {
+  std::unique_ptr<LocalClient> c(new LocalClient());
+  c->options_ = options;
+  auto key = keys::ReadFile(std::filesystem::path(options.cachedir) / ".root_key");
+  if (!key.ok()) {
+    return Error::PermissionDenied(
+        "cannot read " + options.cachedir +
+        "/.root_key (is the master running, and are you root?): " + key.error().message);
+  }
+  c->root_key_ = *key;
+  c->ResetRequestSocket();
+  return c;
+}
+
+LocalClient::~LocalClient() {
+  req_.reset();
+  sub_.reset();
+}
+
+void LocalClient::ResetRequestSocket() {
+  req_ = std::make_unique<zmq::socket_t>(context_, zmq::socket_type::req);
+  req_->set(zmq::sockopt::linger, 0);
+  req_->connect("ipc://" + options_.sock_dir + "/halite_req.ipc");
+}
+
+Result<wire::Value> LocalClient::Request(const wire::Value& load) {
+  wire::Value envelope = wire::Value::MapOf({{"enc", "clear"}, {"load", load}, {"version", 3}});
+  std::string body = wire::Pack(envelope);
+  try {
+    req_->send(zmq::buffer(body));
+    zmq::pollitem_t item{static_cast<void*>(*req_), 0, ZMQ_POLLIN, 0};
+    zmq::poll(&item, 1, options_.request_timeout);
+    if (!(item.revents & ZMQ_POLLIN)) {
+      ResetRequestSocket();
+      return Error::DeadlineExceeded(
+          "the master did not answer within " + std::to_string(options_.request_timeout.count()) +
+          " ms (is halite-master running? sock_dir " + options_.sock_dir + ")");
+    }
+    zmq::message_t reply;
+    (void)req_->recv(reply);
+    return wire::Unpack(reply.to_string_view());
+  } catch (const zmq::error_t& e) {
+    ResetRequestSocket();
+    return Error::Unavailable(std::string("request to the master failed: ") + e.what());
+  }
+}
+
+Result<wire::Value> LocalClient::Call(wire::Value load) {
+  load.Set("key", root_key_);
+  HALITE_ASSIGN_OR_RETURN(wire::Value reply, Request(load));
+  if (const wire::Value* err = reply.Find("error")) {
+    const std::string* name = err->FindStr("name");
+    const std::string* message = err->FindStr("message");
+    return Error::Unauthenticated((name ? *name : "Error") + ": " +
+                                  (message ? *message : err->ToJson()));
+  }
+  const wire::Value* inner = reply.Find("load");
+  if (!inner) return Error::Internal("unexpected reply from the master: " + reply.ToJson());
+  if (const std::string* err = inner->FindStr("error")) {
+    return Error::FailedPrecondition(*err);
+  }
+  return *inner;
+}
+
+Status LocalClient::SubscribeEvents() {
+  try {
+    sub_ = std::make_unique<zmq::socket_t>(context_, zmq::socket_type::sub);
+    sub_->set(zmq::sockopt::linger, 0);
+    sub_->set(zmq::sockopt::rcvhwm, 0);
+    sub_->set(zmq::sockopt::subscribe, "salt/job/");
+    sub_->set(zmq::sockopt::subscribe, "halite/probe/");
+    sub_->connect("ipc://" + options_.sock_dir + "/halite_event_pub.ipc");
+  } catch (const zmq::error_t& e) {
+    return Error::Unavailable(std::string("cannot subscribe to the event bus: ") + e.what());
+  }
+  const std::string nonce = wire::RandomNonce();
+  const std::string want = "halite/probe/" + nonce;
+  auto deadline = Clock::now() + options_.request_timeout;
+  while (Clock::now() < deadline) {
+    auto probe = Call(wire::Value::MapOf({{"cmd", "_halite_probe"}, {"nonce", nonce}}));
+    if (!probe.ok()) return probe.error();
+    auto round_end = std::min(deadline, Clock::now() + std::chrono::milliseconds(200));
+    while (Clock::now() < round_end) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(round_end - Clock::now());
+      HALITE_ASSIGN_OR_RETURN(auto event, NextEvent(left));
+      if (event && event->first == want) return OkStatus();
+    }
+  }
+  return Error::DeadlineExceeded("the event bus subscription did not become live");
+}
+
+Result<std::optional<std::pair<std::string, wire::Value>>> LocalClient::NextEvent(
+    std::chrono::milliseconds wait) {
+  if (!sub_) return Error::FailedPrecondition("not subscribed to events");
+  try {
+    zmq::pollitem_t item{static_cast<void*>(*sub_), 0, ZMQ_POLLIN, 0};
+    zmq::poll(&item, 1, wait);
+    if (!(item.revents & ZMQ_POLLIN)) return std::optional<std::pair<std::string, wire::Value>>();
+    zmq::message_t msg;
+    (void)sub_->recv(msg);
+    auto event = wire::UnpackEvent(msg.to_string_view());
+    if (!event.ok()) return std::optional<std::pair<std::string, wire::Value>>();
+    return std::optional(std::make_pair(std::move(event->tag), std::move(event->data)));
+  } catch (const zmq::error_t& e) {
+    return Error::Unavailable(std::string("event bus: ") + e.what());
+  }
+}
+
+Result<PublishReply> LocalClient::Publish(const PublishRequest& request) {
+  wire::Value load =
+      wire::Value::MapOf({{"cmd", "publish"},
+                          {"tgt", request.tgt},
+                          {"fun", request.fun},
+                          {"arg", wire::Value(request.arg)},
+                          {"tgt_type", request.tgt_type},
+                          {"ret", ""},
+                          {"jid", request.jid},
+                          {"kwargs", wire::Value::MapOf({{"show_timeout", false},
+                                                         {"show_jid", false},
+                                                         {"delimiter", request.delimiter}})},
+                          {"user", "root"}});
+  auto reply = Call(std::move(load));
+  if (!reply.ok()) {
+    if (reply.error().message.rfind("Master could not resolve minions", 0) == 0) {
+      return Error::NotFound("No minions matched the target.");
+    }
+    return reply.error();
+  }
+  PublishReply out;
+  if (const std::string* jid = reply->FindStr("jid")) out.jid = *jid;
+  out.minions = StrVector(reply->Find("minions"));
+  out.missing = StrVector(reply->Find("missing"));
+  if (out.jid.empty()) return Error::Internal("publish reply without a jid");
+  return out;
+}
+
+Result<std::vector<std::string>> LocalClient::WaitForReturns(
+    const PublishReply& job, const WaitOptions& options,
+    const std::function<void(const MinionReturn&)>& on_return) {
+  std::set<std::string> expected(job.minions.begin(), job.minions.end());
+  std::set<std::string> returned;
+  const std::string prefix = "salt/job/" + job.jid + "/ret/";
+  auto deliver = [&](MinionReturn r) {
+    if (r.id.empty() || returned.count(r.id)) return;
+    returned.insert(r.id);
+    on_return(r);
+    if (options.progress) options.progress(returned.size(), expected.size());
+  };
+  auto all_in = [&] {
+    for (const auto& id : expected) {
+      if (!returned.count(id)) return false;
+    }
+    return true;
+  };
+  auto deadline = Clock::now() + options.timeout;
+  std::string find_jid;
+  std::string find_prefix;
+  std::set<std::string> running;
+  bool find_sent = false;
+  while (!all_in()) {
+    auto now = Clock::now();
+    if (now >= deadline) {
+      if (find_sent) {
+        if (running.empty()) break;
+        find_sent = false;  // some still run: ask again
+      }
+      if (!options.find_job) break;
+      std::vector<std::string> silent;
+      for (const auto& id : expected) {
+        if (!returned.count(id)) silent.push_back(id);
+      }
+      wire::Array tgt;
+      for (const auto& id : silent) tgt.emplace_back(id);
+      PublishRequest find;
+      find.tgt = wire::Value(tgt);
+      find.tgt_type = "list";
+      find.fun = "saltutil.find_job";
+      find.arg = wire::Array{job.jid};
+      auto sent = Publish(find);
+      if (!sent.ok()) break;
+      find_jid = sent->jid;
+      find_prefix = "salt/job/" + find_jid + "/ret/";
+      running.clear();
+      find_sent = true;
+      deadline = Clock::now() + std::max(options.timeout, std::chrono::milliseconds(1000));
+      continue;
+    }
+    auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);
+    HALITE_ASSIGN_OR_RETURN(auto event, NextEvent(std::min(wait, std::chrono::milliseconds(250))));
+    if (!event) continue;
+    const std::string& tag = event->first;
+    if (tag.rfind(prefix, 0) == 0) {
+      deliver(FromEventData(event->second));
+    } else if (!find_prefix.empty() && tag.rfind(find_prefix, 0) == 0) {
+      MinionReturn r = FromEventData(event->second);
+      if (r.ret.Truthy() && !returned.count(r.id)) running.insert(r.id);
+    }
+  }
+  // Reconcile with the job cache: a return stored while its event was lost still counts.
+  auto stored = LookupJid(job.jid);
+  if (stored.ok()) {
+    if (const wire::Map* rets =
+            stored->Find("returns") ? stored->Find("returns")->map() : nullptr) {
+      for (const auto& [k, v] : *rets) {
+        if (!k.str()) continue;
+        MinionReturn r = FromEventData(v);
+        r.id = *k.str();
+        deliver(std::move(r));
+      }
+    }
+  }
+  std::vector<std::string> missing;
+  for (const auto& id : expected) {
+    if (!returned.count(id)) missing.push_back(id);
+  }
+  return missing;
+}
+
+Result<wire::Value> LocalClient::LookupJid(const std::string& jid) {
+  return Call(wire::Value::MapOf({{"cmd", "_halite_lookup_jid"}, {"jid", jid}}));
+}
+
+Result<wire::Value> LocalClient::ListJobs() {
+  return Call(wire::Value::MapOf({{"cmd", "_halite_list_jobs"}}));
+}
+
+}  // namespace halite::client

@@ -1,0 +1,219 @@
+// salt-wire 6.2: the encrypted request commands a running minion needs.
+#include <fnmatch.h>
+#include <spdlog/spdlog.h>
+
+#include "halite/jobs/jid.h"
+#include "halite/keys/key_store.h"
+#include "halite/master/fileserver.h"
+#include "halite/master/handlers.h"
+#include "halite/wire/encoding.h"
+
+namespace halite::master {
+
+namespace {
+
+// Salt's blacklist (salt-wire 6.2) plus what halite also refuses from minions: anything that
+// could pose as a peer, a key event, another minion's return, or a master-side event.
+bool EventTagAllowedFromMinion(const std::string& tag) {
+  static const char* const kBlocked[] = {
+      "salt/job/*/publish", "salt/job/*/new",   "salt/job/*/return", "salt/job/*/ret/*",
+      "salt/key",           "salt/key/*",       "salt/auth",         "salt/cloud/*",
+      "salt/run/*",         "salt/cluster/*",   "salt/wheel/*/new",  "salt/wheel/*/return",
+      "cluster/*",          "minion/refresh/*", "halite/*",          "key",
+  };
+  if (tag.empty()) return false;
+  for (const char* pattern : kBlocked) {
+    if (fnmatch(pattern, tag.c_str(), 0) == 0) return false;
+  }
+  return true;
+}
+
+bool CarriesPeerId(const wire::Value& data) { return data.Find("__peer_id") != nullptr; }
+
+void HandleReturn(MasterContext& ctx, AesRequest req) {
+  wire::Value& load = req.load;
+  const std::string* jid_p = load.FindStr("jid");
+  const wire::Value* ret = load.Find("return");
+  if (!jid_p || !ret || req.id.empty() || !keys::ValidMinionId(req.id)) {
+    spdlog::warn("_return from '{}' lacks jid, return or id; ignored", req.id);
+    req.reply(ReplyKind::kEncrypted, wire::Value());
+    return;
+  }
+  std::string jid = *jid_p;
+  if (jid == "req") {
+    jid = ctx.jids->Next();
+    load.Set("jid", jid);
+    wire::Value saved = load;
+    if (!saved.Find("arg") || !saved.Find("arg")->Truthy()) {
+      saved.Set("arg", load.Find("fun_args") ? *load.Find("fun_args") : wire::Value::EmptyArray());
+    }
+    saved.Set("tgt_type", "glob");
+    saved.Set("tgt", req.id);
+    if (auto st = ctx.job_cache->SaveJob(jobs::Job{jid, saved, {req.id}}); !st.ok()) {
+      spdlog::error("cannot save minion-initiated job {}: {}", jid, st.error().ToString());
+      req.reply(ReplyKind::kPlain, wire::Value("Server-side exception handling payload"));
+      return;
+    }
+  } else if (jid == "nocache") {
+    ctx.events->Fire("salt/job/" + jid + "/ret/" + req.id, load);
+    req.reply(ReplyKind::kEncrypted, wire::Value());
+    return;
+  } else if (!jobs::IsJid(jid)) {
+    spdlog::warn("_return from '{}' with a malformed jid; ignored", req.id);
+    req.reply(ReplyKind::kEncrypted, wire::Value());
+    return;
+  }
+  jobs::JobReturn r;
+  r.jid = jid;
+  r.minion_id = req.id;
+  r.ret = *ret;
+  if (const wire::Value* v = load.Find("retcode")) r.retcode = v->int64();
+  if (const wire::Value* v = load.Find("success")) r.success = v->boolean();
+  if (const std::string* out = load.FindStr("out")) r.out = *out;
+  if (!load.Find("fun")) {
+    if (const wire::Value* f = ret->Find("fun")) load.Set("fun", *f);
+  }
+  r.load = load;
+  std::string tag = "salt/job/" + jid + "/ret/" + req.id;
+  auto reply = std::move(req.reply);
+  MasterContext* c = &ctx;
+  ctx.job_cache->StoreReturn(
+      std::move(r), [c, reply = std::move(reply), tag = std::move(tag),
+                     event = std::move(load)](Result<jobs::StoreOutcome> outcome) mutable {
+        if (!outcome.ok()) {
+          // Not durable: do not acknowledge. The minion re-authenticates and sends again.
+          c->counters->returns_failed++;
+          spdlog::error("cannot store return for {}: {}", tag, outcome.error().ToString());
+          reply(ReplyKind::kPlain, wire::Value("Server-side exception handling payload"));
+          return;
+        }
+        if (*outcome == jobs::StoreOutcome::kDuplicate) {
+          c->counters->returns_duplicate++;
+        } else {
+          c->counters->returns_stored++;
+        }
+        // Fired again for a duplicate, as Salt does: the first event may have been lost.
+        c->events->Fire(tag, std::move(event));
+        reply(ReplyKind::kEncrypted, wire::Value());
+      });
+}
+
+void HandlePillar(MasterContext& ctx, AesRequest req) {
+  const wire::Value* grains_in = req.load.Find("grains");
+  auto minion_pub = ctx.minion_keys->Get(req.id);
+  if (!minion_pub.ok()) {
+    req.reply(ReplyKind::kPlain, wire::Value::MapOf({{"error", "AES key not found"}}));
+    return;
+  }
+  wire::Value pillar = wire::Value::EmptyMap();
+  if (grains_in && grains_in->is_map() && keys::ValidMinionId(req.id)) {
+    wire::Value grains = *grains_in;
+    grains.Set("id", req.id);
+    auto compiled = CompilePillar(ctx.config->pillar_roots, req.id, grains);
+    if (compiled.ok()) {
+      pillar = std::move(*compiled);
+    } else {
+      spdlog::error("pillar for {}: {}", req.id, compiled.error().ToString());
+    }
+    if (ctx.config->minion_data_cache) {
+      if (auto st = ctx.minion_data->Store(req.id, grains, pillar); !st.ok()) {
+        spdlog::error("minion data cache for {}: {}", req.id, st.error().ToString());
+      }
+    }
+  }
+  auto enc_algo = wire::ParseEncAlgo(req.enc_algo);
+  auto sig_algo = wire::ParseSigAlgo(req.sig_algo);
+  if (!enc_algo.ok() || !sig_algo.ok()) {
+    req.reply(ReplyKind::kPlain, wire::Value::MapOf({{"error", "bad load"}}));
+    return;
+  }
+  std::string one_shot = wire::Crypticle::GenerateKeyString();
+  auto crypticle = wire::Crypticle::FromKeyString(one_shot);
+  auto key_ct = minion_pub->Encrypt(one_shot, *enc_algo);
+  if (!crypticle.ok() || !key_ct.ok()) {
+    req.reply(ReplyKind::kPlain, wire::Value::MapOf({{"error", "bad load"}}));
+    return;
+  }
+  std::string pillar_field;
+  if (req.version > 1) {
+    if (!req.nonce) {
+      req.reply(ReplyKind::kPlain,
+                wire::Value::MapOf({{"error", "Nonce not included in request"}}));
+      return;
+    }
+    std::string data = wire::Pack(
+        wire::Value::MapOf({{"key", *key_ct}, {"pillar", pillar}, {"nonce", *req.nonce}}));
+    auto sig = ctx.signing_key->Sign(data, *sig_algo);
+    if (!sig.ok()) {
+      req.reply(ReplyKind::kPlain, wire::Value::MapOf({{"error", "bad load"}}));
+      return;
+    }
+    pillar_field = crypticle->Dumps(wire::Value::MapOf({{"data", data}, {"sig", *sig}}));
+  } else {
+    pillar_field = crypticle->Dumps(pillar);
+  }
+  req.reply(ReplyKind::kPlain,
+            wire::Value::MapOf({{"key", std::move(*key_ct)}, {"pillar", std::move(pillar_field)}}));
+}
+
+void FireFromMinion(MasterContext& ctx, const std::string& id, const std::string& tag,
+                    wire::Value data, const std::string* pretag) {
+  if (!EventTagAllowedFromMinion(tag) || CarriesPeerId(data)) {
+    ctx.counters->events_rejected++;
+    spdlog::warn("dropped event '{}' from minion '{}': tag or fields not allowed", tag, id);
+    return;
+  }
+  if (pretag && !pretag->empty()) {
+    std::string full = *pretag + "/" + tag;
+    if (EventTagAllowedFromMinion(full)) ctx.events->Fire(full, data);
+  }
+  ctx.events->Fire(tag, std::move(data));
+}
+
+void HandleMinionEvent(MasterContext& ctx, AesRequest req) {
+  const wire::Value& load = req.load;
+  const std::string* pretag = load.FindStr("pretag");
+  if (req.id.empty()) {
+    req.reply(ReplyKind::kEncrypted, wire::Value());
+    return;
+  }
+  if (const wire::Array* events = load.Find("events") ? load.Find("events")->array() : nullptr) {
+    for (const wire::Value& entry : *events) {
+      const std::string* tag = entry.FindStr("tag");
+      if (!tag) continue;
+      const wire::Value* data = entry.Find("data");
+      wire::Value payload = data ? *data : entry;
+      if (!payload.is_map()) payload = wire::Value::MapOf({{"data", payload}});
+      FireFromMinion(ctx, req.id, *tag, std::move(payload), pretag);
+    }
+  } else if (const std::string* tag = load.FindStr("tag"); tag && load.Find("data")) {
+    // The single-tag form fires the whole load as the data (salt-wire 6.2), but, unlike
+    // Salt 3007.8, it goes through the same checks as the list form.
+    FireFromMinion(ctx, req.id, *tag, load, pretag);
+  }
+  req.reply(ReplyKind::kEncrypted, wire::Value());
+}
+
+}  // namespace
+
+void DispatchAes(MasterContext& ctx, const std::string& cmd, AesRequest req) {
+  if (cmd == "_return") return HandleReturn(ctx, std::move(req));
+  if (cmd == "_pillar") return HandlePillar(ctx, std::move(req));
+  if (cmd == "_minion_event") return HandleMinionEvent(ctx, std::move(req));
+  if (auto handled = HandleFileCommand(*ctx.config, cmd, req.load)) {
+    req.reply(ReplyKind::kEncrypted, std::move(*handled));
+    return;
+  }
+  if (cmd == "_mine" || cmd == "_mine_delete" || cmd == "_mine_flush") {
+    req.reply(ReplyKind::kEncrypted, wire::Value(true));
+    return;
+  }
+  if (cmd == "_mine_get") {
+    req.reply(ReplyKind::kEncrypted, wire::Value::EmptyMap());
+    return;
+  }
+  spdlog::debug("unknown aes command '{}' from '{}'", cmd, req.id);
+  req.reply(ReplyKind::kEncrypted, wire::Value::EmptyMap());
+}
+
+}  // namespace halite::master

@@ -1,0 +1,172 @@
+// salt-wire 4.5: the `_auth` handshake. The RSA private operations are the unavoidable cost
+// (token decryption and the reply signature); the X9.31 `sig` over the AES key is cached per
+// key, parsed minion keys are cached by MinionKeys.
+#include <spdlog/spdlog.h>
+
+#include <mutex>
+
+#include "halite/keys/auth_policy.h"
+#include "halite/master/handlers.h"
+#include "halite/wire/encoding.h"
+#include "halite/wire/rsa.h"
+
+namespace halite::master {
+
+namespace {
+
+// X931-sign(hex(sha256(aes key string))): deterministic per AES key, so computed once.
+class AesSigCache {
+ public:
+  Result<std::string> Get(const wire::RsaPrivateKey& signer, const std::string& key_string) {
+    {
+      std::lock_guard lock(mu_);
+      if (key_string == key_) return sig_;
+    }
+    HALITE_ASSIGN_OR_RETURN(std::string sig, signer.X931Sign(wire::Sha256Hex(key_string)));
+    std::lock_guard lock(mu_);
+    key_ = key_string;
+    sig_ = sig;
+    return sig;
+  }
+
+ private:
+  std::mutex mu_;
+  std::string key_ HALITE_GUARDED_BY(mu_);
+  std::string sig_ HALITE_GUARDED_BY(mu_);
+};
+
+AesSigCache& SigCache() {
+  static AesSigCache* cache = new AesSigCache();  // process-wide, never destroyed
+  return *cache;
+}
+
+wire::Value RetMap(wire::Value ret, const std::string* nonce) {
+  wire::Value m = wire::Value::MapOf({{"ret", std::move(ret)}});
+  if (nonce) m.Set("nonce", *nonce);
+  return m;
+}
+
+}  // namespace
+
+void HandleAuth(MasterContext& ctx, const wire::Value& load, int version,
+                std::function<void(std::string)> reply) {
+  const std::string* id = load.FindStr("id");
+  const std::string* pub = load.FindStr("pub");
+  const std::string* nonce = load.FindStr("nonce");
+  const std::string* enc_name = load.FindStr("enc_algo");
+  const std::string* sig_name = load.FindStr("sig_algo");
+  auto enc_algo = wire::ParseEncAlgo(enc_name ? *enc_name : "OAEP-SHA1");
+  if (!enc_algo.ok()) {
+    reply(wire::Pack(wire::Value::MapOf(
+        {{"enc", "clear"}, {"load", wire::Value::MapOf({{"ret", "bad enc algo"}})}})));
+    return;
+  }
+  auto sig_algo = wire::ParseSigAlgo(sig_name ? *sig_name : "PKCS1v15-SHA1");
+  if (!sig_algo.ok()) {
+    reply(wire::Pack(wire::Value::MapOf(
+        {{"enc", "clear"}, {"load", wire::Value::MapOf({{"ret", "bad sig algo"}})}})));
+    return;
+  }
+  auto send_signed = [&](const wire::Value& inner) {
+    if (version <= 1) {
+      reply(wire::Pack(wire::Value::MapOf({{"enc", "clear"}, {"load", inner}})));
+      return;
+    }
+    std::string inner_bytes = wire::Pack(inner);
+    auto sig = ctx.signing_key->Sign(inner_bytes, *sig_algo);
+    if (!sig.ok()) {
+      spdlog::error("cannot sign auth reply: {}", sig.error().ToString());
+      reply(PackPlain("Server-side exception handling payload"));
+      return;
+    }
+    reply(wire::Pack(wire::Value::MapOf(
+        {{"enc", "clear"}, {"load", std::move(inner_bytes)}, {"sig", std::move(*sig)}})));
+  };
+  auto fire = [&](bool result, const std::string& act) {
+    if (!ctx.config->auth_events || !id) return;
+    wire::Value data = wire::Value::MapOf({{"result", result}});
+    if (!act.empty()) data.Set("act", act);
+    data.Set("id", *id);
+    data.Set("pub", pub ? *pub : std::string());
+    ctx.events->Fire("salt/auth", std::move(data));
+  };
+
+  if (!id || !pub || !keys::ValidMinionId(*id)) {
+    ctx.counters->auth_rejected++;
+    spdlog::info("auth: refused a sign-in with a missing or invalid id");
+    send_signed(RetMap(false, nonce));
+    return;
+  }
+  auto decision = keys::DecideAuth(*ctx.key_store, ctx.auth_policy, *id, *pub);
+  if (!decision.ok()) {
+    // A storage problem is ours, not the minion's: "full" makes it retry later instead of
+    // exiting as it would on ret: False.
+    ctx.counters->auth_errors++;
+    spdlog::error("auth of {}: key store error: {}", *id, decision.error().ToString());
+    send_signed(RetMap("full", nonce));
+    return;
+  }
+  if (decision->verdict != keys::AuthVerdict::kAccepted) {
+    switch (decision->verdict) {
+      case keys::AuthVerdict::kPending:
+        ctx.counters->auth_pending++;
+        break;
+      case keys::AuthVerdict::kDenied:
+        ctx.counters->auth_denied++;
+        spdlog::warn("auth of {}: key differs from the accepted one; recorded as denied", *id);
+        break;
+      default:
+        ctx.counters->auth_rejected++;
+        spdlog::info("auth of {}: rejected ({})", *id, decision->reason);
+    }
+    fire(decision->result, decision->act);
+    send_signed(RetMap(decision->result, nonce));
+    return;
+  }
+
+  auto minion_pub = ctx.minion_keys->Get(*id);
+  if (!minion_pub.ok()) {
+    ctx.counters->auth_errors++;
+    spdlog::error("auth of {}: accepted key unusable: {}", *id, minion_pub.error().ToString());
+    send_signed(RetMap(false, nonce));
+    return;
+  }
+  auto session = ctx.session_keys->Get(*id);
+  if (!session.ok()) {
+    ctx.counters->auth_errors++;
+    spdlog::error("auth of {}: session key: {}", *id, session.error().ToString());
+    send_signed(RetMap("full", nonce));
+    return;
+  }
+  CrypticlePtr aes = ctx.aes->Current();
+  wire::Value ret = wire::Value::MapOf(
+      {{"enc", "pub"}, {"pub_key", ctx.pub_key_text}, {"publish_port", ctx.config->publish_port}});
+  if (const std::string* token = load.FindStr("token")) {
+    auto plain = ctx.signing_key->Decrypt(*token, *enc_algo);
+    if (plain.ok()) {
+      auto back = minion_pub->Encrypt(*plain, *enc_algo);
+      if (back.ok()) ret.Set("token", std::move(*back));
+    } else {
+      spdlog::warn("auth of {}: token does not decrypt with our key: {}", *id,
+                   plain.error().message);
+    }
+  }
+  auto aes_ct = minion_pub->Encrypt(aes->key_string(), *enc_algo);
+  auto session_ct = minion_pub->Encrypt((*session)->key_string(), *enc_algo);
+  auto sig = SigCache().Get(*ctx.signing_key, aes->key_string());
+  if (!aes_ct.ok() || !session_ct.ok() || !sig.ok()) {
+    ctx.counters->auth_errors++;
+    spdlog::error("auth of {}: RSA failure building the reply", *id);
+    reply(PackPlain("Server-side exception handling payload"));
+    return;
+  }
+  ret.Set("aes", std::move(*aes_ct));
+  ret.Set("session", std::move(*session_ct));
+  ret.Set("sig", std::move(*sig));
+  if (version > 1 && nonce) ret.Set("nonce", *nonce);
+  ctx.counters->auth_accepted++;
+  fire(true, decision->act.empty() ? "accept" : decision->act);
+  send_signed(ret);
+}
+
+}  // namespace halite::master

@@ -1,0 +1,269 @@
+// salt-wire 6.3 and 7.2: clear commands. `publish` from the salt/halite CLIs, `ping`, and the
+// `_halite_*` commands that halite's local tools use (lookup_jid, list_jobs, probe). Every
+// command but ping requires the root key from <cachedir>/.root_key (file permissions are
+// the access control, as with Salt's local client).
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "halite/jobs/jid.h"
+#include "halite/master/handlers.h"
+#include "halite/wire/encoding.h"
+#include "halite/wire/target.h"
+
+namespace halite::master {
+
+namespace {
+
+std::string AuthError() {
+  return wire::Pack(wire::Value::MapOf(
+      {{"error", wire::Value::MapOf({{"name", "AuthenticationError"},
+                                     {"message", "Authentication error occurred."}})}}));
+}
+
+std::string ClearReply(wire::Value load) {
+  return wire::Pack(wire::Value::MapOf({{"enc", "clear"}, {"load", std::move(load)}}));
+}
+
+std::string ClearError(std::string message) {
+  return ClearReply(wire::Value::MapOf({{"error", std::move(message)}}));
+}
+
+bool KeyMatches(const MasterContext& ctx, const wire::Value& load) {
+  const std::string* key = load.FindStr("key");
+  return key && !ctx.root_key.empty() && wire::ConstantTimeEquals(*key, ctx.root_key);
+}
+
+struct Resolved {
+  std::vector<std::string> minions;
+  std::vector<std::string> missing;
+};
+
+Result<Resolved> ResolveTargets(MasterContext& ctx, const wire::Value& tgt,
+                                const std::string& tgt_type, const std::string& delimiter) {
+  HALITE_ASSIGN_OR_RETURN(std::vector<std::string> accepted,
+                          ctx.key_store->List(keys::KeyState::kAccepted));
+  Resolved out;
+  bool needs_grains = tgt_type == "grain" || tgt_type == "grain_pcre" || tgt_type == "compound";
+  for (const auto& id : accepted) {
+    std::optional<wire::Value> grains;
+    if (needs_grains) grains = ctx.minion_data->Grains(id);
+    wire::TargetContext tc{id, grains ? &*grains : nullptr, true, delimiter};
+    HALITE_ASSIGN_OR_RETURN(bool matched, wire::MatchTarget(tgt, tgt_type, tc));
+    if (matched) out.minions.push_back(id);
+  }
+  if (tgt_type == "list") {
+    std::vector<std::string> wanted;
+    if (const wire::Array* a = tgt.array()) {
+      for (const auto& v : *a) {
+        if (const std::string* s = v.str()) wanted.push_back(*s);
+      }
+    } else if (const std::string* s = tgt.str()) {
+      std::size_t start = 0;
+      while (start <= s->size()) {
+        std::size_t comma = std::min(s->find(',', start), s->size());
+        if (comma > start) wanted.push_back(s->substr(start, comma - start));
+        start = comma + 1;
+      }
+    }
+    for (const auto& w : wanted) {
+      if (!std::binary_search(accepted.begin(), accepted.end(), w)) out.missing.push_back(w);
+    }
+  }
+  return out;
+}
+
+wire::Value StrList(const std::vector<std::string>& v) {
+  wire::Array a;
+  a.reserve(v.size());
+  for (const auto& s : v) a.emplace_back(s);
+  return wire::Value(std::move(a));
+}
+
+void Publish(MasterContext& ctx, wire::Value load, std::function<void(std::string)> reply) {
+  if (!KeyMatches(ctx, load)) {
+    spdlog::warn("publish refused: wrong or missing key");
+    reply(AuthError());
+    return;
+  }
+  load.Erase("key");
+  const wire::Value* tgt = load.Find("tgt");
+  const wire::Value* fun = load.Find("fun");
+  if (!tgt || !fun) {
+    reply(ClearError("publish needs tgt and fun"));
+    return;
+  }
+  std::string tgt_type = load.FindStr("tgt_type") ? *load.FindStr("tgt_type") : "glob";
+  const wire::Value* kwargs = load.Find("kwargs");
+  std::string delimiter = ":";
+  if (kwargs) {
+    if (const std::string* d = kwargs->FindStr("delimiter")) delimiter = *d;
+  }
+  auto resolved = ResolveTargets(ctx, *tgt, tgt_type, delimiter);
+  if (!resolved.ok()) {
+    spdlog::warn("publish: {}", resolved.error().message);
+    reply(ClearReply(wire::Value::MapOf({{"jid", wire::Value()},
+                                         {"minions", wire::Value::EmptyArray()},
+                                         {"error", resolved.error().message}})));
+    return;
+  }
+  if (resolved->minions.empty()) {
+    std::string shown = tgt->str() ? *tgt->str() : tgt->ToJson();
+    reply(ClearReply(
+        wire::Value::MapOf({{"jid", wire::Value()},
+                            {"minions", wire::Value::EmptyArray()},
+                            {"error", "Master could not resolve minions for target " + shown}})));
+    return;
+  }
+  std::string jid;
+  if (const std::string* passed = load.FindStr("jid"); passed && !passed->empty()) {
+    if (!jobs::IsJid(*passed)) {
+      reply(ClearReply(wire::Value::MapOf({{"error", "Master failed to assign jid"}})));
+      return;
+    }
+    jid = *passed;
+  } else {
+    jid = ctx.jids->Next();
+  }
+  load.Set("jid", jid);
+  std::string user = load.FindStr("user") ? *load.FindStr("user") : "root";
+  wire::Value arg = load.Find("arg") ? *load.Find("arg") : wire::Value::EmptyArray();
+  // The job is durable before anyone hears of it, so every master can answer for it.
+  if (auto st = ctx.job_cache->SaveJob(jobs::Job{jid, load, resolved->minions}); !st.ok()) {
+    spdlog::error("publish: cannot save job {}: {}", jid, st.error().ToString());
+    reply(ClearReply(wire::Value::MapOf({{"error", "Master failed to assign jid"}})));
+    return;
+  }
+  ctx.events->Fire(jid, wire::Value::MapOf({{"minions", StrList(resolved->minions)}}));
+  ctx.events->Fire("salt/job/" + jid + "/new",
+                   wire::Value::MapOf({{"jid", jid},
+                                       {"tgt_type", tgt_type},
+                                       {"tgt", *tgt},
+                                       {"user", user},
+                                       {"fun", *fun},
+                                       {"arg", arg},
+                                       {"minions", StrList(resolved->minions)},
+                                       {"missing", StrList(resolved->missing)}}));
+  wire::Value pub = wire::Value::MapOf({{"fun", *fun},
+                                        {"arg", arg},
+                                        {"tgt", *tgt},
+                                        {"jid", jid},
+                                        {"ret", load.Find("ret") ? *load.Find("ret") : ""}});
+  if (delimiter != ":") pub.Set("delimiter", delimiter);
+  if (kwargs) {
+    if (const wire::Value* v = kwargs->Find("id")) pub.Set("id", *v);
+  }
+  pub.Set("tgt_type", tgt_type);
+  if (kwargs) {
+    for (const char* k :
+         {"ret_config", "metadata", "module_executors", "executor_opts", "ret_kwargs"}) {
+      if (const wire::Value* v = kwargs->Find(k)) pub.Set(k, *v);
+    }
+  }
+  pub.Set("user", user);
+  ctx.events->Fire("salt/job/" + jid + "/publish", pub);
+  ctx.publisher->Publish(pub);
+  ctx.counters->publishes++;
+  reply(ClearReply(wire::Value::MapOf({{"jid", jid},
+                                       {"minions", StrList(resolved->minions)},
+                                       {"missing", StrList(resolved->missing)}})));
+}
+
+wire::Value ReturnToValue(const jobs::JobReturn& r) {
+  wire::Value v = wire::Value::MapOf({{"return", r.ret}});
+  if (r.retcode) v.Set("retcode", *r.retcode);
+  if (r.success) v.Set("success", *r.success);
+  if (!r.out.empty()) v.Set("out", r.out);
+  return v;
+}
+
+void LookupJid(MasterContext& ctx, const wire::Value& load,
+               std::function<void(std::string)> reply) {
+  const std::string* jid = load.FindStr("jid");
+  if (!jid) {
+    reply(ClearError("lookup_jid needs a jid"));
+    return;
+  }
+  wire::Value out = wire::Value::MapOf({{"jid", *jid}});
+  auto job = ctx.job_cache->LoadJob(*jid);
+  if (job.ok()) {
+    out.Set("job", job->load);
+    out.Set("minions", StrList(job->minions));
+  } else if (job.error().code != ErrorCode::kNotFound) {
+    reply(ClearError("job cache: " + job.error().message));
+    return;
+  }
+  auto returns = ctx.job_cache->LoadReturns(*jid);
+  if (!returns.ok()) {
+    if (returns.error().code == ErrorCode::kNotFound && !job.ok()) {
+      reply(ClearError("jid " + *jid + " does not exist"));
+      return;
+    }
+    if (returns.error().code != ErrorCode::kNotFound) {
+      reply(ClearError("job cache: " + returns.error().message));
+      return;
+    }
+  }
+  wire::Value rets = wire::Value::EmptyMap();
+  if (returns.ok()) {
+    for (const auto& r : *returns) rets.Set(r.minion_id, ReturnToValue(r));
+  }
+  out.Set("returns", std::move(rets));
+  reply(ClearReply(std::move(out)));
+}
+
+void ListJobs(MasterContext& ctx, std::function<void(std::string)> reply) {
+  auto jobs = ctx.job_cache->ListJobs();
+  if (!jobs.ok()) {
+    reply(ClearError("job cache: " + jobs.error().message));
+    return;
+  }
+  wire::Value out = wire::Value::EmptyMap();
+  for (const auto& j : *jobs) {
+    out.Set(j.jid, wire::Value::MapOf({{"Function", j.function},
+                                       {"Arguments", j.arguments},
+                                       {"Target", j.target},
+                                       {"Target-type", j.target_type},
+                                       {"User", j.user},
+                                       {"StartTime", j.start_time}}));
+  }
+  reply(ClearReply(wire::Value::MapOf({{"jobs", std::move(out)}})));
+}
+
+}  // namespace
+
+void HandleClear(MasterContext& ctx, const std::string& cmd, wire::Value load,
+                 std::function<void(std::string)> reply) {
+  if (cmd == "publish") return Publish(ctx, std::move(load), std::move(reply));
+  if (cmd == "ping") {
+    reply(wire::Pack(load));
+    return;
+  }
+  if (cmd.rfind("_halite_", 0) == 0) {
+    if (!KeyMatches(ctx, load)) {
+      reply(AuthError());
+      return;
+    }
+    if (cmd == "_halite_lookup_jid") return LookupJid(ctx, load, std::move(reply));
+    if (cmd == "_halite_list_jobs") return ListJobs(ctx, std::move(reply));
+    if (cmd == "_halite_probe") {
+      // Lets a client prove its event subscription is live before it publishes.
+      const std::string* nonce = load.FindStr("nonce");
+      ctx.events->Fire("halite/probe/" + (nonce ? *nonce : std::string()), wire::Value::EmptyMap());
+      reply(ClearReply(wire::Value::MapOf({{"ok", true}})));
+      return;
+    }
+    if (cmd == "_halite_status") {
+      const Counters& c = *ctx.counters;
+      reply(ClearReply(wire::Value::MapOf({{"id", ctx.config->id},
+                                           {"auth_accepted", c.auth_accepted.load()},
+                                           {"auth_pending", c.auth_pending.load()},
+                                           {"returns_stored", c.returns_stored.load()},
+                                           {"publishes", c.publishes.load()}})));
+      return;
+    }
+  }
+  reply(wire::Pack(wire::Value::EmptyMap()));
+}
+
+}  // namespace halite::master

@@ -1,0 +1,179 @@
+#include "halite/master/fileserver.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <fstream>
+#include <set>
+
+#include "halite/wire/encoding.h"
+
+namespace halite::master {
+
+namespace {
+
+constexpr std::size_t kFileBufferSize = 1048576;
+
+std::string LoadStr(const wire::Value& load, std::string_view key, std::string fallback = {}) {
+  const std::string* s = load.FindStr(key);
+  return s ? *s : fallback;
+}
+
+// Splits "path?saltenv=x" and validates the relative path.
+std::optional<std::string> CleanPath(std::string path, std::string& saltenv) {
+  if (auto q = path.find('?'); q != std::string::npos) {
+    std::string query = path.substr(q + 1);
+    path.resize(q);
+    if (query.rfind("saltenv=", 0) == 0) saltenv = query.substr(8);
+  }
+  if (path.rfind("salt://", 0) == 0) path = path.substr(7);
+  if (path.empty() || path[0] == '/') return std::nullopt;
+  std::filesystem::path p(path);
+  for (const auto& part : p) {
+    if (part == "..") return std::nullopt;
+  }
+  return path;
+}
+
+const std::vector<std::string>* Roots(const config::MasterConfig& config, const std::string& env) {
+  auto it = config.file_roots.find(env);
+  return it == config.file_roots.end() ? nullptr : &it->second;
+}
+
+std::optional<std::filesystem::path> Find(const config::MasterConfig& config,
+                                          const std::string& env, const std::string& rel) {
+  const auto* roots = Roots(config, env);
+  if (!roots) return std::nullopt;
+  for (const auto& root : *roots) {
+    std::filesystem::path candidate = std::filesystem::path(root) / rel;
+    struct stat st {};
+    if (::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode)) return candidate;
+  }
+  return std::nullopt;
+}
+
+wire::Value Stat(const std::filesystem::path& p) {
+  struct stat st {};
+  if (::stat(p.c_str(), &st) != 0) return wire::Value();
+  return wire::Value(wire::Array{
+      static_cast<long long>(st.st_mode), static_cast<long long>(st.st_ino),       // NOLINT
+      static_cast<long long>(st.st_dev), static_cast<long long>(st.st_nlink),      // NOLINT
+      static_cast<long long>(st.st_uid), static_cast<long long>(st.st_gid),        // NOLINT
+      static_cast<long long>(st.st_size), static_cast<long long>(st.st_atime),     // NOLINT
+      static_cast<long long>(st.st_mtime), static_cast<long long>(st.st_ctime)});  // NOLINT
+}
+
+wire::Value HashOf(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return wire::Value::MapOf({{"hash_type", "sha256"}, {"hsum", wire::Sha256Hex(content)}});
+}
+
+enum class ListKind { kFiles, kEmptyDirs, kDirs };
+
+wire::Value List(const config::MasterConfig& config, const std::string& env, std::string prefix,
+                 ListKind kind) {
+  while (!prefix.empty() && prefix.front() == '/') prefix.erase(prefix.begin());
+  while (!prefix.empty() && prefix.back() == '/') prefix.pop_back();
+  std::set<std::string> out;
+  const auto* roots = Roots(config, env);
+  if (!roots) return wire::Value::EmptyArray();
+  for (const auto& root : *roots) {
+    std::error_code ec;
+    std::filesystem::recursive_directory_iterator it(
+        root, std::filesystem::directory_options::skip_permission_denied, ec);
+    if (ec) continue;
+    for (; it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+      if (ec) break;
+      std::string rel = std::filesystem::relative(it->path(), root, ec).generic_string();
+      if (ec || rel.rfind(prefix, 0) != 0) continue;
+      bool is_dir = it->is_directory(ec);
+      if (kind == ListKind::kFiles && it->is_regular_file(ec)) out.insert(rel);
+      if (kind == ListKind::kDirs && is_dir) out.insert(rel);
+      if (kind == ListKind::kEmptyDirs && is_dir && std::filesystem::is_empty(it->path(), ec)) {
+        out.insert(rel);
+      }
+    }
+  }
+  wire::Array a;
+  for (const auto& s : out) a.emplace_back(s);
+  return wire::Value(std::move(a));
+}
+
+}  // namespace
+
+std::optional<wire::Value> HandleFileCommand(const config::MasterConfig& config,
+                                             const std::string& cmd, const wire::Value& load) {
+  if (cmd == "_master_opts") {
+    wire::Value roots = wire::Value::EmptyMap();
+    for (const auto& [env, dirs] : config.file_roots) roots.Set(env, wire::Value::EmptyArray());
+    wire::Value opts = wire::Value::MapOf({{"file_roots", roots},
+                                           {"top_file_merging_strategy", "merge"},
+                                           {"env_order", wire::Value::EmptyArray()},
+                                           {"default_top", "base"}});
+    const wire::Value* env_only = load.Find("env_only");
+    if (!env_only || !env_only->Truthy()) {
+      opts.Set("renderer", "jinja|yaml");
+      opts.Set("failhard", false);
+      opts.Set("state_top", "top.sls");
+      opts.Set("state_top_saltenv", wire::Value());
+      opts.Set("nodegroups", wire::Value::EmptyMap());
+      opts.Set("state_auto_order", true);
+      opts.Set("state_events", false);
+      opts.Set("state_aggregate", false);
+      opts.Set("jinja_env", wire::Value::EmptyMap());
+      opts.Set("jinja_sls_env", wire::Value::EmptyMap());
+      opts.Set("jinja_lstrip_blocks", false);
+      opts.Set("jinja_trim_blocks", false);
+    }
+    return opts;
+  }
+  if (cmd == "_master_tops") return wire::Value::EmptyMap();
+  if (cmd == "_file_envs") {
+    wire::Array envs;
+    for (const auto& [env, dirs] : config.file_roots) envs.emplace_back(env);
+    return wire::Value(std::move(envs));
+  }
+  if (cmd == "_file_list") {
+    return List(config, LoadStr(load, "saltenv", "base"), LoadStr(load, "prefix"),
+                ListKind::kFiles);
+  }
+  if (cmd == "_file_list_emptydirs") {
+    return List(config, LoadStr(load, "saltenv", "base"), LoadStr(load, "prefix"),
+                ListKind::kEmptyDirs);
+  }
+  if (cmd == "_dir_list") {
+    return List(config, LoadStr(load, "saltenv", "base"), LoadStr(load, "prefix"), ListKind::kDirs);
+  }
+  if (cmd == "_symlink_list") return wire::Value::EmptyMap();
+  if (cmd == "_file_hash" || cmd == "_file_hash_and_stat" || cmd == "_file_find" ||
+      cmd == "_serve_file") {
+    std::string saltenv = LoadStr(load, "saltenv", "base");
+    auto rel = CleanPath(LoadStr(load, "path"), saltenv);
+    std::optional<std::filesystem::path> found;
+    if (rel) found = Find(config, saltenv, *rel);
+    if (cmd == "_file_hash") return found ? HashOf(*found) : wire::Value("");
+    if (cmd == "_file_hash_and_stat") {
+      if (!found) return wire::Value("");
+      return wire::Value(wire::Array{HashOf(*found), Stat(*found)});
+    }
+    if (cmd == "_file_find") {
+      if (!found) return wire::Value::MapOf({{"path", ""}, {"rel", ""}});
+      return wire::Value::MapOf(
+          {{"path", found->string()}, {"rel", *rel}, {"stat", Stat(*found)}, {"back", "roots"}});
+    }
+    // _serve_file: one chunk from loc; an empty chunk ends the transfer.
+    if (!found) return wire::Value::MapOf({{"data", ""}, {"dest", ""}});
+    std::int64_t loc = 0;
+    if (const wire::Value* l = load.Find("loc")) loc = l->int64().value_or(0);
+    std::ifstream in(*found, std::ios::binary);
+    in.seekg(loc < 0 ? 0 : loc);
+    std::string chunk(kFileBufferSize, '\0');
+    in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+    chunk.resize(static_cast<std::size_t>(in.gcount()));
+    return wire::Value::MapOf({{"data", wire::Value::Bin(std::move(chunk))}, {"dest", *rel}});
+  }
+  return std::nullopt;
+}
+
+}  // namespace halite::master

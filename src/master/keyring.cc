@@ -1,0 +1,143 @@
+#include "halite/master/keyring.h"
+
+#include <fcntl.h>
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+
+#include "halite/keys/fs.h"
+
+namespace halite::master {
+
+namespace {
+
+// Session keys need no fsync: a key lost in a crash only makes its minion re-authenticate,
+// and an fsync per sign-in would cap the auth rate at the disk's flush rate.
+std::atomic<std::uint64_t> temp_counter{0};
+
+Result<std::filesystem::path> WriteTemp(const std::filesystem::path& path,
+                                        std::string_view content) {
+  std::filesystem::path tmp = path;
+  tmp += ".tmp." + std::to_string(::getpid()) + "." + std::to_string(temp_counter++);
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) return Error::Unavailable("open " + tmp.string() + ": " + std::strerror(errno));
+  ssize_t n = ::write(fd, content.data(), content.size());
+  int err = errno;
+  ::close(fd);
+  if (n != static_cast<ssize_t>(content.size())) {
+    ::unlink(tmp.c_str());
+    return Error::Unavailable("write " + tmp.string() + ": " + std::strerror(err));
+  }
+  return tmp;
+}
+
+Status ReplaceFile(const std::filesystem::path& path, std::string_view content) {
+  HALITE_ASSIGN_OR_RETURN(auto tmp, WriteTemp(path, content));
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    int err = errno;
+    ::unlink(tmp.c_str());
+    return Error::Unavailable("rename " + path.string() + ": " + std::strerror(err));
+  }
+  return OkStatus();
+}
+
+// true when this call created `path`; false when it already existed.
+Result<bool> CreateFile(const std::filesystem::path& path, std::string_view content) {
+  HALITE_ASSIGN_OR_RETURN(auto tmp, WriteTemp(path, content));
+  int rc = ::link(tmp.c_str(), path.c_str());
+  int err = errno;
+  ::unlink(tmp.c_str());
+  if (rc == 0) return true;
+  if (err == EEXIST) return false;
+  return Error::Unavailable("link " + path.string() + ": " + std::strerror(err));
+}
+
+}  // namespace
+
+AesKeyRing::AesKeyRing(wire::Crypticle initial)
+    : current_(std::make_shared<const wire::Crypticle>(std::move(initial))) {}
+
+CrypticlePtr AesKeyRing::Current() const {
+  std::lock_guard lock(mu_);
+  return current_;
+}
+
+std::uint64_t AesKeyRing::generation() const {
+  std::lock_guard lock(mu_);
+  return generation_;
+}
+
+std::uint64_t AesKeyRing::Rotate(wire::Crypticle next) {
+  std::lock_guard lock(mu_);
+  current_ = std::make_shared<const wire::Crypticle>(std::move(next));
+  serial_ = 0;
+  return ++generation_;
+}
+
+std::pair<CrypticlePtr, std::uint64_t> AesKeyRing::NextSerial() {
+  std::lock_guard lock(mu_);
+  return {current_, ++serial_};
+}
+
+SessionKeys::SessionKeys(std::filesystem::path dir, std::chrono::seconds lifetime)
+    : dir_(std::move(dir)), lifetime_(lifetime) {}
+
+void SessionKeys::Forget(std::string_view id) {
+  std::lock_guard lock(mu_);
+  cache_.erase(std::string(id));
+}
+
+Result<CrypticlePtr> SessionKeys::Get(std::string_view id) {
+  auto now = std::chrono::system_clock::now();
+  {
+    std::lock_guard lock(mu_);
+    auto it = cache_.find(std::string(id));
+    if (it != cache_.end() && now - it->second.mtime < lifetime_) return it->second.key;
+  }
+  HALITE_ASSIGN_OR_RETURN(Entry entry, LoadOrCreate(id));
+  std::lock_guard lock(mu_);
+  cache_[std::string(id)] = entry;
+  return entry.key;
+}
+
+Result<SessionKeys::Entry> SessionKeys::LoadOrCreate(std::string_view id) {
+  const std::filesystem::path path = dir_ / std::string(id);
+  auto now = std::chrono::system_clock::now();
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) == 0) {
+      auto mtime = std::chrono::system_clock::time_point(
+          std::chrono::seconds(st.st_mtim.tv_sec) + std::chrono::nanoseconds(st.st_mtim.tv_nsec));
+      if (now - mtime < lifetime_) {
+        auto text = keys::ReadFile(path);
+        if (text.ok()) {
+          auto key = wire::Crypticle::FromKeyString(*text);
+          if (key.ok()) {
+            return Entry{std::make_shared<const wire::Crypticle>(std::move(*key)), mtime};
+          }
+          spdlog::warn("session key file {} is corrupt ({}); writing a new one", path.string(),
+                       key.error().message);
+        }
+      }
+      // Expired or corrupt: replace it. Two masters renewing at once is harmless: the last
+      // rename wins and the loser's minions re-authenticate on their next request.
+      auto fresh = wire::Crypticle::FromKeyString(wire::Crypticle::GenerateKeyString());
+      HALITE_CHECK(fresh.ok());
+      HALITE_RETURN_IF_ERROR(ReplaceFile(path, fresh->key_string()));
+      return Entry{std::make_shared<const wire::Crypticle>(std::move(*fresh)), now};
+    }
+    // Missing: exactly one creator wins on a shared directory; others read its key.
+    HALITE_RETURN_IF_ERROR(keys::EnsureDir(dir_, 0700));
+    auto fresh = wire::Crypticle::FromKeyString(wire::Crypticle::GenerateKeyString());
+    HALITE_CHECK(fresh.ok());
+    HALITE_ASSIGN_OR_RETURN(bool created, CreateFile(path, fresh->key_string()));
+    if (created) return Entry{std::make_shared<const wire::Crypticle>(std::move(*fresh)), now};
+  }
+  return Error::Unavailable("could not settle the session key file " + path.string());
+}
+
+}  // namespace halite::master

@@ -1,0 +1,116 @@
+#include "halite/master/publisher.h"
+
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+
+#include <future>
+
+#include "halite/wire/event.h"
+
+namespace halite::master {
+
+Publisher::Publisher(zmq::context_t& context, transport::ZmqLoop& loop, AesKeyRing& aes,
+                     wire::RsaPrivateKey signing_key, PublisherOptions options)
+    : context_(context),
+      loop_(loop),
+      aes_(aes),
+      signing_key_(std::move(signing_key)),
+      options_(std::move(options)) {}
+
+Status Publisher::Start() {
+  std::promise<Status> bound;
+  loop_.Post([this, &bound] {
+    try {
+      pub_ = std::make_unique<zmq::socket_t>(context_, zmq::socket_type::pub);
+      pub_->set(zmq::sockopt::sndhwm, options_.pub_hwm);
+      pub_->set(zmq::sockopt::backlog, options_.backlog);
+      pub_->set(zmq::sockopt::linger, 1000);
+      pub_->set(zmq::sockopt::ipv6, options_.ipv6 ? 1 : 0);
+      pub_->set(zmq::sockopt::tcp_keepalive, options_.tcp_keepalive);
+      pub_->set(zmq::sockopt::tcp_keepalive_idle, options_.tcp_keepalive_idle);
+      pub_->set(zmq::sockopt::tcp_keepalive_cnt, options_.tcp_keepalive_cnt);
+      pub_->set(zmq::sockopt::tcp_keepalive_intvl, options_.tcp_keepalive_intvl);
+      pub_->bind(options_.publish_endpoint);
+      events_socket_ = std::make_unique<zmq::socket_t>(context_, zmq::socket_type::pub);
+      events_socket_->set(zmq::sockopt::sndhwm, 100000);
+      events_socket_->set(zmq::sockopt::linger, 0);
+      events_socket_->bind(options_.event_endpoint);
+      if (!options_.event_socket_path.empty()) {
+        ::chmod(options_.event_socket_path.c_str(), 0660);
+      }
+      loop_.AddShutdownHook([this] {
+        pub_.reset();
+        events_socket_.reset();
+      });
+      bound.set_value(OkStatus());
+    } catch (const zmq::error_t& e) {
+      pub_.reset();
+      events_socket_.reset();
+      bound.set_value(Error::Unavailable("publisher cannot bind " + options_.publish_endpoint +
+                                         " / " + options_.event_endpoint + ": " + e.what()));
+    }
+  });
+  return bound.get_future().get();
+}
+
+void Publisher::AddEventObserver(EventObserver observer) {
+  observers_.push_back(std::move(observer));
+}
+
+void Publisher::Fire(std::string tag, wire::Value data) {
+  wire::AddStamp(data);
+  loop_.Post([this, tag = std::move(tag), data = std::move(data)] {
+    SendEvent(tag, data);
+    for (const auto& observer : observers_) observer(tag, data);
+  });
+}
+
+void Publisher::FireLocalOnly(std::string tag, wire::Value data) {
+  loop_.Post([this, tag = std::move(tag), data = std::move(data)] { SendEvent(tag, data); });
+}
+
+void Publisher::SendEvent(const std::string& tag, const wire::Value& data) {
+  HALITE_DCHECK(loop_.IsCurrentThread());
+  if (!events_socket_) return;
+  std::string packed = wire::PackEvent(tag, data);
+  try {
+    events_socket_->send(zmq::buffer(packed), zmq::send_flags::dontwait);
+    events_++;
+  } catch (const zmq::error_t& e) {
+    spdlog::error("event bus send failed for {}: {}", tag, e.what());
+  }
+}
+
+void Publisher::Publish(wire::Value pub_load) {
+  loop_.Post([this, load = std::move(pub_load)]() mutable {
+    if (!pub_) return;
+    CrypticlePtr key;
+    if (options_.with_serial) {
+      auto [k, serial] = aes_.NextSerial();
+      key = std::move(k);
+      load.Set("serial", static_cast<unsigned long long>(serial));  // NOLINT
+    } else {
+      key = aes_.Current();
+    }
+    std::string ciphertext = key->Dumps(load);
+    wire::Value envelope = wire::Value::MapOf({{"enc", "aes"}, {"load", ciphertext}});
+    if (options_.sign_pub_messages) {
+      auto sig = signing_key_.Sign(ciphertext, options_.sig_hash);
+      if (!sig.ok()) {
+        spdlog::error("cannot sign publish: {}", sig.error().ToString());
+        return;
+      }
+      envelope.Set("sig_algo", std::string(wire::SigAlgoName(options_.sig_hash)));
+      envelope.Set("sig", std::move(*sig));
+    }
+    std::string frame = wire::Pack(envelope);
+    try {
+      pub_->send(zmq::buffer(frame), zmq::send_flags::dontwait);
+      published_++;
+    } catch (const zmq::error_t& e) {
+      spdlog::error("publish failed: {}", e.what());
+    }
+  });
+}
+
+}  // namespace halite::master

@@ -1,0 +1,143 @@
+// salt-wire 3.3: envelope checks, decryption, token validation and dispatch.
+#include <spdlog/spdlog.h>
+
+#include "halite/keys/key_store.h"
+#include "halite/master/context.h"
+#include "halite/master/handlers.h"
+
+namespace halite::master {
+
+std::string PackPlain(std::string_view text) { return wire::Pack(wire::Value(text)); }
+
+void HandleRequest(MasterContext& ctx, std::string body, std::function<void(std::string)> reply) {
+  auto bad = [&](std::string_view why) {
+    ctx.counters->bad_requests++;
+    spdlog::debug("bad request: {}", why);
+    reply(PackPlain("bad load"));
+  };
+  auto payload = wire::Unpack(body);
+  if (!payload.ok()) return bad(payload.error().message);
+  if (!payload->is_map()) return bad("payload is not a map");
+  const std::string* enc = payload->FindStr("enc");
+  wire::Value* load = payload->Find("load");
+  if (!enc || !load) return bad("missing enc or load");
+  int version = 0;
+  if (const wire::Value* v = payload->Find("version")) {
+    if (auto i = v->int64()) version = static_cast<int>(*i);
+  }
+
+  if (*enc == "clear") {
+    if (!load->is_map()) {
+      reply(PackPlain("payload and load must be a dict"));
+      return;
+    }
+    const std::string* cmd = load->FindStr("cmd");
+    if (cmd && *cmd == "_auth") {
+      HandleAuth(ctx, *load, version, std::move(reply));
+      return;
+    }
+    HandleClear(ctx, cmd ? *cmd : std::string(), std::move(*load), std::move(reply));
+    return;
+  }
+  if (*enc != "aes") return bad("unknown enc");
+  const std::string* ciphertext = load->str();
+  if (!ciphertext) return bad("aes load is not a byte string");
+
+  AesRequest req;
+  req.version = version;
+  Result<wire::Value> decrypted = Error::InvalidArgument("not decrypted");
+  if (version > 2) {
+    const std::string* id = payload->FindStr("id");
+    if (!id || !keys::ValidMinionId(*id)) return bad("v3 request without a valid id");
+    // Unlike Salt, no session file is made for ids that have no accepted key.
+    if (auto accepted = ctx.minion_keys->Get(*id); !accepted.ok()) {
+      return bad("v3 request from '" + *id + "' which is not accepted");
+    }
+    req.id = *id;
+    auto key = ctx.session_keys->Get(*id);
+    if (!key.ok()) {
+      spdlog::error("session key for {}: {}", *id, key.error().ToString());
+      return bad("session key unavailable");
+    }
+    decrypted = (*key)->Loads(*ciphertext);
+    if (!decrypted.ok()) {
+      // Another master may have renewed the shared session file: re-read it once.
+      ctx.session_keys->Forget(*id);
+      key = ctx.session_keys->Get(*id);
+      if (key.ok()) decrypted = (*key)->Loads(*ciphertext);
+    }
+    if (key.ok()) req.key = *key;
+  } else {
+    req.key = ctx.aes->Current();
+    decrypted = req.key->Loads(*ciphertext);
+  }
+  if (!decrypted.ok()) return bad("cannot decrypt: " + decrypted.error().message);
+  if (!decrypted->is_map()) {
+    reply(PackPlain("payload and load must be a dict"));
+    return;
+  }
+  req.load = std::move(*decrypted);
+  std::string load_id;
+  if (const wire::Value* v = req.load.Find("id")) {
+    const std::string* s = v->str();
+    if (!s) {
+      reply(PackPlain("bad load: id " + v->ToJson() + " is not a string"));
+      return;
+    }
+    if (s->find('\0') != std::string::npos) {
+      reply(PackPlain("bad load: id contains a null byte"));
+      return;
+    }
+    load_id = *s;
+  }
+  if (version > 1) {
+    if (const std::string* nonce = req.load.FindStr("nonce")) req.nonce = *nonce;
+    req.load.Erase("nonce");
+  }
+  wire::Value tok;
+  if (const wire::Value* t = req.load.Find("tok")) tok = *t;
+  req.load.Erase("tok");
+  if (version > 2) {
+    if (ctx.config->request_server_ttl.count() > 0) {
+      auto ts = req.load.Find("ts") ? req.load.Find("ts")->int64() : std::nullopt;
+      auto now = std::chrono::duration_cast<std::chrono::seconds>(
+                     std::chrono::system_clock::now().time_since_epoch())
+                     .count();
+      if (!ts || now - *ts > ctx.config->request_server_ttl.count()) {
+        return bad("request older than request_server_ttl");
+      }
+    }
+    if (load_id != req.id) return bad("envelope id and load id differ");
+    const std::string* tok_bytes = tok.str();
+    if (!tok_bytes) return bad("v3 request without tok");
+    if (auto st = ctx.minion_keys->VerifyToken(req.id, *tok_bytes); !st.ok()) {
+      return bad(st.error().message);
+    }
+  } else {
+    req.id = load_id;
+    const std::string* tok_bytes = tok.str();
+    if (tok_bytes && !load_id.empty()) {
+      if (!keys::ValidMinionId(load_id)) return bad("invalid id");
+      if (auto st = ctx.minion_keys->VerifyToken(load_id, *tok_bytes); !st.ok()) {
+        return bad(st.error().message);
+      }
+    }
+  }
+  if (const std::string* enc_algo = payload->FindStr("enc_algo")) req.enc_algo = *enc_algo;
+  if (const std::string* sig_algo = payload->FindStr("sig_algo")) req.sig_algo = *sig_algo;
+
+  CrypticlePtr key = req.key;
+  std::optional<std::string> nonce = req.nonce;
+  req.reply = [reply = std::move(reply), key, nonce](ReplyKind kind, wire::Value value) {
+    if (kind == ReplyKind::kPlain) {
+      reply(wire::Pack(value));
+      return;
+    }
+    std::string ct = nonce ? key->Dumps(value, *nonce) : key->Dumps(value);
+    reply(wire::Pack(wire::Value(std::move(ct))));
+  };
+  const std::string* cmd = req.load.FindStr("cmd");
+  DispatchAes(ctx, cmd ? *cmd : std::string(), std::move(req));
+}
+
+}  // namespace halite::master

@@ -1,0 +1,117 @@
+#include "halite/master/request_server.h"
+
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+
+#include <future>
+
+#include "halite/wire/msgpack.h"
+
+namespace halite::master {
+
+RequestServer::RequestServer(zmq::context_t& context, transport::ZmqLoop& loop,
+                             transport::WorkerPool& workers, Handler handler,
+                             RequestServerOptions options)
+    : context_(context),
+      loop_(loop),
+      workers_(workers),
+      handler_(std::move(handler)),
+      options_(std::move(options)) {}
+
+Status RequestServer::Start() {
+  std::promise<Status> bound;
+  loop_.Post([this, &bound] {
+    try {
+      router_ = std::make_unique<zmq::socket_t>(context_, zmq::socket_type::router);
+      router_->set(zmq::sockopt::linger, 1000);
+      router_->set(zmq::sockopt::backlog, options_.backlog);
+      router_->set(zmq::sockopt::ipv6, options_.ipv6 ? 1 : 0);
+      router_->set(zmq::sockopt::tcp_keepalive, options_.tcp_keepalive);
+      router_->set(zmq::sockopt::tcp_keepalive_idle, options_.tcp_keepalive_idle);
+      // Hard cap: a frame far beyond the soft limit drops the connection instead of
+      // buffering it; frames between the limits are read and answered "bad load".
+      router_->set(zmq::sockopt::maxmsgsize,
+                   static_cast<int64_t>(options_.max_request_bytes) * 2 + 4096);
+      router_->set(zmq::sockopt::sndhwm, 0);
+      router_->set(zmq::sockopt::rcvhwm, 0);
+      for (const auto& ep : options_.endpoints) router_->bind(ep);
+      for (const auto& path : options_.ipc_paths) ::chmod(path.c_str(), 0600);
+      watch_id_ = loop_.Watch(*router_, [this] { OnReadable(); });
+      loop_.AddShutdownHook([this] {
+        loop_.Unwatch(watch_id_);
+        router_.reset();
+      });
+      bound.set_value(OkStatus());
+    } catch (const zmq::error_t& e) {
+      router_.reset();
+      std::string eps;
+      for (const auto& ep : options_.endpoints) eps += " " + ep;
+      bound.set_value(Error::Unavailable("request server cannot bind" + eps + ": " + e.what()));
+    }
+  });
+  return bound.get_future().get();
+}
+
+void RequestServer::StopIntake() { intake_ = false; }
+
+void RequestServer::OnReadable() {
+  HALITE_DCHECK(loop_.IsCurrentThread());
+  std::vector<zmq::message_t> frames;
+  for (;;) {
+    zmq::message_t frame;
+    zmq::recv_result_t got;
+    try {
+      got = router_->recv(frame, zmq::recv_flags::dontwait);
+    } catch (const zmq::error_t& e) {
+      spdlog::error("request server recv: {}", e.what());
+      return;
+    }
+    if (!got) {
+      if (frames.empty()) return;
+      break;  // a multipart message is delivered whole; this cannot happen mid-message
+    }
+    bool more = frame.more();
+    frames.push_back(std::move(frame));
+    if (!more) break;
+  }
+  if (frames.size() < 2) return;  // a routing id alone: nothing to answer
+  received_++;
+  std::string body = frames.back().to_string();
+  frames.pop_back();
+  if (!intake_) {
+    SendReply(std::move(frames), wire::Pack(wire::Value("bad load")));
+    return;
+  }
+  if (body.size() > options_.max_request_bytes) {
+    oversize_++;
+    spdlog::warn("request of {} bytes exceeds max_request_bytes ({}); answered 'bad load'",
+                 body.size(), options_.max_request_bytes);
+    SendReply(std::move(frames), wire::Pack(wire::Value("bad load")));
+    return;
+  }
+  auto envelope = std::make_shared<std::vector<zmq::message_t>>(std::move(frames));
+  Reply reply = [this, envelope](std::string reply_body) {
+    loop_.Post([this, envelope, reply_body = std::move(reply_body)]() mutable {
+      SendReply(std::move(*envelope), std::move(reply_body));
+    });
+  };
+  workers_.Post([this, body = std::move(body), reply = std::move(reply)]() mutable {
+    handler_(std::move(body), std::move(reply));
+  });
+}
+
+void RequestServer::SendReply(std::vector<zmq::message_t> envelope, std::string body) {
+  HALITE_DCHECK(loop_.IsCurrentThread());
+  replied_++;
+  if (!router_) return;
+  try {
+    for (auto& part : envelope) router_->send(part, zmq::send_flags::sndmore);
+    router_->send(zmq::buffer(body), zmq::send_flags::dontwait);
+  } catch (const zmq::error_t& e) {
+    // The peer went away (ROUTER drops unroutable replies silently) or a real error.
+    spdlog::debug("request server send: {}", e.what());
+  }
+  loop_.MarkDirty(watch_id_);
+}
+
+}  // namespace halite::master
