@@ -28,7 +28,13 @@ bool EventTagAllowedFromMinion(const std::string& tag) {
   return true;
 }
 
-bool CarriesPeerId(const wire::Value& data) { return data.Find("__peer_id") != nullptr; }
+// Peer origin is marked out of band in halite; a minion may never supply it, neither at the
+// top of the event data nor inside the `data` of the single-tag form.
+bool CarriesPeerId(const wire::Value& data) {
+  if (data.Find("__peer_id") != nullptr) return true;
+  const wire::Value* inner = data.Find("data");
+  return inner && inner->Find("__peer_id") != nullptr;
+}
 
 void HandleReturn(MasterContext& ctx, AesRequest req) {
   wire::Value& load = req.load;

@@ -1,0 +1,265 @@
+#include "harness.h"
+
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <thread>
+#include <zmq.hpp>
+
+#include "halite/wire/msgpack.h"
+
+namespace halite::testing {
+
+namespace {
+std::atomic<int> ip_counter{0};
+std::atomic<int> dir_counter{0};
+}  // namespace
+
+TempDir::TempDir() {
+  path_ = std::filesystem::path("/tmp") /
+          ("halite-it-" + std::to_string(::getpid()) + "-" + std::to_string(dir_counter++));
+  std::filesystem::remove_all(path_);
+  std::filesystem::create_directories(path_);
+}
+
+TempDir::~TempDir() {
+  if (std::getenv("HALITE_KEEP_TEST_DIRS") == nullptr) {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+}
+
+std::string UniqueLoopbackIp() {
+  int n = ip_counter++;
+  unsigned pid = static_cast<unsigned>(::getpid());
+  // 127.<1..250>.<0..255>.<2..251>: pid picks the middle octets, the counter the last.
+  return "127." + std::to_string(1 + (pid >> 8) % 250) + "." + std::to_string(pid & 0xff) + "." +
+         std::to_string(2 + n % 250);
+}
+
+std::filesystem::path BinaryPath(const std::string& name) {
+  return std::filesystem::path(HALITE_BINARY_DIR) / "src" / "apps" / name;
+}
+
+void WriteFile(const std::filesystem::path& path, const std::string& content) {
+  std::filesystem::create_directories(path.parent_path());
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << content;
+}
+
+std::string ReadFileOrEmpty(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+namespace {
+
+pid_t Spawn(const std::vector<std::string>& argv, int out_fd, int err_fd) {
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::dup2(out_fd, 1);
+    ::dup2(err_fd, 2);
+    int devnull = ::open("/dev/null", O_RDONLY);
+    ::dup2(devnull, 0);
+    ::setpgid(0, 0);
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    ::execv(args[0], args.data());
+    std::perror("execv");
+    ::_exit(127);
+  }
+  return pid;
+}
+
+std::optional<int> WaitPid(pid_t pid, std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    int status = 0;
+    pid_t r = ::waitpid(pid, &status, WNOHANG);
+    if (r == pid) {
+      if (WIFEXITED(status)) return WEXITSTATUS(status);
+      if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+      return -1;
+    }
+    if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+}  // namespace
+
+CommandResult Run(const std::vector<std::string>& argv, std::chrono::milliseconds timeout) {
+  static std::atomic<int> n{0};
+  std::string base = "/tmp/halite-cmd-" + std::to_string(::getpid()) + "-" + std::to_string(n++);
+  int out_fd = ::open((base + ".out").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  int err_fd = ::open((base + ".err").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  pid_t pid = Spawn(argv, out_fd, err_fd);
+  ::close(out_fd);
+  ::close(err_fd);
+  CommandResult result;
+  auto code = WaitPid(pid, timeout);
+  if (!code) {
+    ::kill(-pid, SIGKILL);
+    ::kill(pid, SIGKILL);
+    code = WaitPid(pid, std::chrono::seconds(10));
+    result.err = "[killed after timeout]\n";
+  }
+  result.exit_code = code.value_or(-1);
+  result.out = ReadFileOrEmpty(base + ".out");
+  result.err += ReadFileOrEmpty(base + ".err");
+  std::filesystem::remove(base + ".out");
+  std::filesystem::remove(base + ".err");
+  return result;
+}
+
+Process::Process(std::vector<std::string> argv, std::filesystem::path log_file)
+    : log_file_(std::move(log_file)) {
+  std::filesystem::create_directories(log_file_.parent_path());
+  int fd = ::open(log_file_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
+  pid_ = Spawn(argv, fd, fd);
+  ::close(fd);
+}
+
+Process::~Process() {
+  if (Alive()) Stop(SIGKILL, std::chrono::seconds(10));
+}
+
+bool Process::Alive() {
+  if (status_) return false;
+  int status = 0;
+  pid_t r = ::waitpid(pid_, &status, WNOHANG);
+  if (r == pid_) {
+    status_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return false;
+  }
+  return true;
+}
+
+int Process::Stop(int sig, std::chrono::milliseconds timeout) {
+  if (status_) return *status_;
+  ::kill(pid_, sig);
+  auto code = WaitPid(pid_, timeout);
+  if (!code) {
+    ::kill(pid_, SIGKILL);
+    code = WaitPid(pid_, std::chrono::seconds(10));
+  }
+  status_ = code.value_or(-1);
+  return *status_;
+}
+
+bool WaitFor(const std::function<bool()>& condition, std::chrono::milliseconds timeout,
+             std::chrono::milliseconds step) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (condition()) return true;
+    std::this_thread::sleep_for(step);
+  }
+  return condition();
+}
+
+MasterUnderTest::MasterUnderTest(const std::filesystem::path& root, MasterSpec spec)
+    : dir_(root / spec.id), spec_(std::move(spec)) {
+  if (spec_.ip.empty()) spec_.ip = UniqueLoopbackIp();
+  config_ = dir_ / "master.conf";
+  std::ostringstream c;
+  c << "id: " << spec_.id << "\n"
+    << "interface: " << spec_.ip << "\n"
+    << "publish_port: 4505\nret_port: 4506\n"
+    << "pki_dir: " << (dir_ / "pki").string() << "\n"
+    << "cachedir: " << (dir_ / "cache").string() << "\n"
+    << "sock_dir: " << (dir_ / "sock").string() << "\n"
+    << "log_level: debug\n"
+    << "health_port: 0\n"
+    << "loop_interval: 1\n"
+    << "auto_accept: " << (spec_.auto_accept ? "true" : "false") << "\n"
+    << "pillar_roots:\n  base: [" << (dir_ / "pillar").string() << "]\n"
+    << "file_roots:\n  base: [" << (dir_ / "states").string() << "]\n"
+    << spec_.extra_yaml << "\n";
+  WriteFile(config_, c.str());
+}
+
+MasterUnderTest::~MasterUnderTest() {
+  if (process_) process_->Stop(SIGKILL);
+}
+
+void MasterUnderTest::Start() {
+  process_ = std::make_unique<Process>(
+      std::vector<std::string>{BinaryPath("halite-master").string(), "-c", config_.string()},
+      dir_ / "master.log");
+  // Ready when the local request socket answers a clear ping.
+  const std::string endpoint = "ipc://" + (dir_ / "sock" / "halite_req.ipc").string();
+  bool ready = WaitFor([&] {
+    if (!process_->Alive()) return true;
+    if (!std::filesystem::exists(dir_ / "sock" / "halite_req.ipc")) return false;
+    zmq::context_t ctx;
+    zmq::socket_t req(ctx, zmq::socket_type::req);
+    req.set(zmq::sockopt::linger, 0);
+    req.connect(endpoint);
+    wire::Value ping = wire::Value::MapOf(
+        {{"enc", "clear"}, {"load", wire::Value::MapOf({{"cmd", "ping"}})}, {"version", 3}});
+    std::string body = wire::Pack(ping);
+    req.send(zmq::buffer(body));
+    zmq::pollitem_t item{static_cast<void*>(req), 0, ZMQ_POLLIN, 0};
+    zmq::poll(&item, 1, std::chrono::milliseconds(500));
+    return (item.revents & ZMQ_POLLIN) != 0;
+  });
+  if (!ready || !process_->Alive()) {
+    std::cerr << "master " << spec_.id << " did not start:\n" << Log() << std::endl;
+    std::abort();
+  }
+}
+
+int MasterUnderTest::Stop(int sig) { return process_ ? process_->Stop(sig) : -1; }
+void MasterUnderTest::Kill() {
+  if (process_) process_->Stop(SIGKILL);
+}
+std::string MasterUnderTest::Log() const { return ReadFileOrEmpty(dir_ / "master.log"); }
+
+CommandResult MasterUnderTest::Cli(const std::string& tool, const std::vector<std::string>& args,
+                                   std::chrono::milliseconds timeout) {
+  std::vector<std::string> argv{BinaryPath(tool).string(), "-c", config_.string()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return Run(argv, timeout);
+}
+
+MinionUnderTest::MinionUnderTest(const std::filesystem::path& root, MinionSpec spec)
+    : dir_(root / ("minion-" + spec.id)), spec_(std::move(spec)) {
+  config_ = dir_ / "minion.conf";
+  std::ostringstream c;
+  c << "id: " << spec_.id << "\n"
+    << "master: " << spec_.master_ip << "\n"
+    << "master_port: " << spec_.master_port << "\n"
+    << "pki_dir: " << (dir_ / "pki").string() << "\n"
+    << "cachedir: " << (dir_ / "cache").string() << "\n"
+    << "sock_dir: " << (dir_ / "sock").string() << "\n"
+    << "log_level: debug\n"
+    << "acceptance_wait_time: 1\n"
+    << "auth_timeout: 5\n"
+    << "request_protocol_version: " << spec_.protocol << "\n"
+    << spec_.extra_yaml << "\n";
+  WriteFile(config_, c.str());
+}
+
+void MinionUnderTest::Start() {
+  process_ = std::make_unique<Process>(
+      std::vector<std::string>{BinaryPath("halite-minion").string(), "-c", config_.string()},
+      dir_ / "minion.log");
+}
+
+int MinionUnderTest::Stop(int sig) { return process_ ? process_->Stop(sig) : -1; }
+void MinionUnderTest::Kill() {
+  if (process_) process_->Stop(SIGKILL);
+}
+bool MinionUnderTest::Alive() { return process_ && process_->Alive(); }
+std::string MinionUnderTest::Log() const { return ReadFileOrEmpty(dir_ / "minion.log"); }
+
+}  // namespace halite::testing

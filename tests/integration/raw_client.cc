@@ -1,0 +1,93 @@
+#include "raw_client.h"
+
+#include "halite/wire/encoding.h"
+
+namespace halite::testing {
+
+std::optional<std::string> RequestOnce(zmq::context_t& ctx, const std::string& endpoint,
+                                       const std::string& body, std::chrono::milliseconds timeout) {
+  zmq::socket_t req(ctx, zmq::socket_type::req);
+  req.set(zmq::sockopt::linger, 0);
+  req.connect(endpoint);
+  req.send(zmq::buffer(body));
+  zmq::pollitem_t item{static_cast<void*>(req), 0, ZMQ_POLLIN, 0};
+  zmq::poll(&item, 1, timeout);
+  if (!(item.revents & ZMQ_POLLIN)) return std::nullopt;
+  zmq::message_t reply;
+  (void)req.recv(reply);
+  return reply.to_string();
+}
+
+Result<AuthResult> RawMinion::Auth(zmq::context_t& ctx,
+                                   const std::optional<wire::RsaPublicKey>& master_pub,
+                                   int version) {
+  const std::string nonce = wire::RandomNonce();
+  wire::Value load = wire::Value::MapOf({{"cmd", "_auth"},
+                                         {"id", id_},
+                                         {"nonce", nonce},
+                                         {"enc_algo", "OAEP-SHA1"},
+                                         {"sig_algo", "PKCS1v15-SHA1"},
+                                         {"pub", PublicPem()}});
+  wire::Value envelope =
+      wire::Value::MapOf({{"enc", "clear"}, {"load", load}, {"version", version}});
+  auto reply = RequestOnce(ctx, endpoint_, wire::Pack(envelope));
+  if (!reply) return Error::DeadlineExceeded("no auth reply");
+  HALITE_ASSIGN_OR_RETURN(wire::Value outer, wire::Unpack(*reply));
+  AuthResult result;
+  result.outer = outer;
+  const wire::Value* inner_v = outer.Find("load");
+  if (!inner_v) return Error::InvalidArgument("auth reply without load");
+  if (const std::string* inner_bytes = inner_v->str()) {
+    HALITE_ASSIGN_OR_RETURN(result.inner, wire::Unpack(*inner_bytes));
+    if (master_pub) {
+      const std::string* sig = outer.FindStr("sig");
+      result.signature_ok =
+          sig && master_pub->Verify(*inner_bytes, *sig, wire::SigHash::kSha1).ok();
+    }
+  } else {
+    result.inner = *inner_v;
+  }
+  if (const std::string* echoed = result.inner.FindStr("nonce"); echoed && *echoed != nonce) {
+    return Error::Unauthenticated("nonce mismatch");
+  }
+  if (const std::string* aes_ct = result.inner.FindStr("aes")) {
+    HALITE_ASSIGN_OR_RETURN(std::string aes, key_.Decrypt(*aes_ct, wire::OaepHash::kSha1));
+    HALITE_ASSIGN_OR_RETURN(result.aes, wire::Crypticle::FromKeyString(aes));
+    const std::string* session_ct = result.inner.FindStr("session");
+    if (!session_ct) return Error::InvalidArgument("accepted reply without session");
+    HALITE_ASSIGN_OR_RETURN(std::string session, key_.Decrypt(*session_ct, wire::OaepHash::kSha1));
+    HALITE_ASSIGN_OR_RETURN(result.session, wire::Crypticle::FromKeyString(session));
+    if (master_pub) {
+      const std::string* sig = result.inner.FindStr("sig");
+      if (!sig) return Error::InvalidArgument("no aes sig");
+      HALITE_ASSIGN_OR_RETURN(std::string recovered, master_pub->X931Recover(*sig));
+      if (recovered != wire::Sha256Hex(aes)) return Error::Unauthenticated("aes sig mismatch");
+    }
+  }
+  return result;
+}
+
+Result<wire::Value> RawMinion::Request(zmq::context_t& ctx, const wire::Crypticle& session,
+                                       wire::Value load) {
+  const std::string nonce = wire::RandomNonce();
+  HALITE_ASSIGN_OR_RETURN(std::string tok, key_.X931Sign("salt"));
+  load.Set("nonce", nonce);
+  load.Set("ts", static_cast<long long>(std::time(nullptr)));  // NOLINT
+  load.Set("tok", tok);
+  load.Set("id", id_);
+  wire::Value envelope = wire::Value::MapOf({{"enc", "aes"},
+                                             {"load", session.Dumps(load)},
+                                             {"version", 3},
+                                             {"id", id_},
+                                             {"enc_algo", "OAEP-SHA1"},
+                                             {"sig_algo", "PKCS1v15-SHA1"}});
+  auto reply = RequestOnce(ctx, endpoint_, wire::Pack(envelope));
+  if (!reply) return Error::DeadlineExceeded("no reply");
+  HALITE_ASSIGN_OR_RETURN(wire::Value frame, wire::Unpack(*reply));
+  const std::string* ct = frame.str();
+  if (!ct) return Error::InvalidArgument("reply is not a byte string");
+  if (*ct == "bad load") return Error::Unauthenticated("bad load");
+  return session.Loads(*ct, nonce);
+}
+
+}  // namespace halite::testing
