@@ -178,6 +178,15 @@ int main(int argc, char** argv) {
               << "# of minions returned: " << job->minions.size() - missing->size() << "\n"
               << "# of minions that did not return: " << missing->size() << "\n";
   }
-  if (!missing->empty()) return 2;
+  if (failed || !missing->empty()) {
+    std::cerr << "ERROR: Minions returned with non-zero exit code\n";
+  }
+  if (!missing->empty()) {
+    std::cerr << "The minions may not have all finished running and any remaining minions "
+                 "will return upon completion. To look up the return data for this job later, "
+                 "run: halite-run jobs.lookup_jid "
+              << job->jid << "\n";
+    return 2;
+  }
   return failed ? 1 : 0;
 }

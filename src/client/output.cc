@@ -187,7 +187,8 @@ std::string FormatReturn(std::string_view id, const wire::Value& value, OutputFo
       return out;
     }
     case OutputFormat::kTxt:
-      return std::string(id) + ": " + (value.is_str() ? *value.str() : value.ToJson()) + "\n";
+      return std::string(id) + ": " +
+             (value.is_map() || value.is_array() ? value.ToJson() : NestedScalar(value)) + "\n";
   }
   return out;
 }

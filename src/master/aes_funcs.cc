@@ -6,6 +6,7 @@
 #include "halite/keys/key_store.h"
 #include "halite/master/fileserver.h"
 #include "halite/master/handlers.h"
+#include "halite/master/targeting.h"
 #include "halite/wire/encoding.h"
 
 namespace halite::master {
@@ -93,6 +94,8 @@ void HandleReturn(MasterContext& ctx, AesRequest req) {
           reply(ReplyKind::kPlain, wire::Value("Server-side exception handling payload"));
           return;
         }
+        spdlog::debug("stored {} ({})", tag,
+                      *outcome == jobs::StoreOutcome::kDuplicate ? "duplicate" : "new");
         if (*outcome == jobs::StoreOutcome::kDuplicate) {
           c->counters->returns_duplicate++;
         } else {
@@ -200,6 +203,69 @@ void HandleMinionEvent(MasterContext& ctx, AesRequest req) {
   req.reply(ReplyKind::kEncrypted, wire::Value());
 }
 
+// salt-wire 6.2: _mine, _mine_delete, _mine_flush, _mine_get.
+void HandleMine(MasterContext& ctx, const std::string& cmd, AesRequest req) {
+  if (req.id.empty() || !keys::ValidMinionId(req.id)) {
+    req.reply(ReplyKind::kEncrypted, wire::Value(false));
+    return;
+  }
+  Status st = OkStatus();
+  if (cmd == "_mine") {
+    const wire::Value* data = req.load.Find("data");
+    const wire::Value* clear = req.load.Find("clear");
+    st = data ? ctx.minion_data->UpdateMine(req.id, *data, clear && clear->Truthy())
+              : Status(Error::InvalidArgument("_mine without data"));
+  } else if (cmd == "_mine_delete") {
+    const std::string* fun = req.load.FindStr("fun");
+    st = fun ? ctx.minion_data->DeleteMine(req.id, *fun) : OkStatus();
+  } else if (cmd == "_mine_flush") {
+    st = ctx.minion_data->FlushMine(req.id);
+  } else {  // _mine_get
+    const wire::Value* tgt = req.load.Find("tgt");
+    const wire::Value* fun = req.load.Find("fun");
+    std::string tgt_type = "glob";
+    if (const std::string* t = req.load.FindStr("tgt_type")) tgt_type = *t;
+    if (const std::string* t = req.load.FindStr("expr_form")) tgt_type = *t;
+    wire::Value out = wire::Value::EmptyMap();
+    if (tgt && fun) {
+      auto resolved = ResolveTargets(ctx, *tgt, tgt_type, ":");
+      std::vector<std::string> funs;
+      if (const std::string* f = fun->str()) {
+        std::size_t start = 0;
+        while (start <= f->size()) {
+          std::size_t comma = std::min(f->find(',', start), f->size());
+          if (comma > start) funs.push_back(f->substr(start, comma - start));
+          start = comma + 1;
+        }
+      } else if (const wire::Array* a = fun->array()) {
+        for (const auto& v : *a) {
+          if (const std::string* s = v.str()) funs.push_back(*s);
+        }
+      }
+      const bool by_function = fun->is_array() || funs.size() > 1;
+      if (resolved.ok()) {
+        for (const auto& id : resolved->minions) {
+          wire::Value mine = ctx.minion_data->Mine(id);
+          for (const auto& f : funs) {
+            const wire::Value* value = mine.Find(f);
+            if (!value) continue;
+            if (by_function) {
+              if (!out.Find(f)) out.Set(f, wire::Value::EmptyMap());
+              out.Find(f)->Set(id, *value);
+            } else {
+              out.Set(id, *value);
+            }
+          }
+        }
+      }
+    }
+    req.reply(ReplyKind::kEncrypted, std::move(out));
+    return;
+  }
+  if (!st.ok()) spdlog::error("{} from {}: {}", cmd, req.id, st.error().ToString());
+  req.reply(ReplyKind::kEncrypted, wire::Value(st.ok()));
+}
+
 }  // namespace
 
 void DispatchAes(MasterContext& ctx, const std::string& cmd, AesRequest req) {
@@ -210,12 +276,12 @@ void DispatchAes(MasterContext& ctx, const std::string& cmd, AesRequest req) {
     req.reply(ReplyKind::kEncrypted, std::move(*handled));
     return;
   }
-  if (cmd == "_mine" || cmd == "_mine_delete" || cmd == "_mine_flush") {
-    req.reply(ReplyKind::kEncrypted, wire::Value(true));
-    return;
+  if (cmd == "_mine" || cmd == "_mine_delete" || cmd == "_mine_flush" || cmd == "_mine_get") {
+    return HandleMine(ctx, cmd, std::move(req));
   }
-  if (cmd == "_mine_get") {
-    req.reply(ReplyKind::kEncrypted, wire::Value::EmptyMap());
+  if (cmd == "_file_recv") {
+    // file_recv is off (Salt's default): refuse as Salt does.
+    req.reply(ReplyKind::kEncrypted, wire::Value(false));
     return;
   }
   spdlog::debug("unknown aes command '{}' from '{}'", cmd, req.id);

@@ -110,6 +110,7 @@ void HandleAuth(MasterContext& ctx, const wire::Value& load, int version,
     switch (decision->verdict) {
       case keys::AuthVerdict::kPending:
         ctx.counters->auth_pending++;
+        spdlog::info("auth of {}: key pending; accept it with halite-key -a {}", *id, *id);
         break;
       case keys::AuthVerdict::kDenied:
         ctx.counters->auth_denied++;
@@ -165,6 +166,7 @@ void HandleAuth(MasterContext& ctx, const wire::Value& load, int version,
   ret.Set("sig", std::move(*sig));
   if (version > 1 && nonce) ret.Set("nonce", *nonce);
   ctx.counters->auth_accepted++;
+  spdlog::debug("auth of {}: accepted", *id);
   fire(true, decision->act.empty() ? "accept" : decision->act);
   send_signed(ret);
 }

@@ -8,6 +8,7 @@
 
 #include "halite/jobs/jid.h"
 #include "halite/master/handlers.h"
+#include "halite/master/targeting.h"
 #include "halite/wire/encoding.h"
 #include "halite/wire/target.h"
 
@@ -32,45 +33,6 @@ std::string ClearError(std::string message) {
 bool KeyMatches(const MasterContext& ctx, const wire::Value& load) {
   const std::string* key = load.FindStr("key");
   return key && !ctx.root_key.empty() && wire::ConstantTimeEquals(*key, ctx.root_key);
-}
-
-struct Resolved {
-  std::vector<std::string> minions;
-  std::vector<std::string> missing;
-};
-
-Result<Resolved> ResolveTargets(MasterContext& ctx, const wire::Value& tgt,
-                                const std::string& tgt_type, const std::string& delimiter) {
-  HALITE_ASSIGN_OR_RETURN(std::vector<std::string> accepted,
-                          ctx.key_store->List(keys::KeyState::kAccepted));
-  Resolved out;
-  bool needs_grains = tgt_type == "grain" || tgt_type == "grain_pcre" || tgt_type == "compound";
-  for (const auto& id : accepted) {
-    std::optional<wire::Value> grains;
-    if (needs_grains) grains = ctx.minion_data->Grains(id);
-    wire::TargetContext tc{id, grains ? &*grains : nullptr, true, delimiter};
-    HALITE_ASSIGN_OR_RETURN(bool matched, wire::MatchTarget(tgt, tgt_type, tc));
-    if (matched) out.minions.push_back(id);
-  }
-  if (tgt_type == "list") {
-    std::vector<std::string> wanted;
-    if (const wire::Array* a = tgt.array()) {
-      for (const auto& v : *a) {
-        if (const std::string* s = v.str()) wanted.push_back(*s);
-      }
-    } else if (const std::string* s = tgt.str()) {
-      std::size_t start = 0;
-      while (start <= s->size()) {
-        std::size_t comma = std::min(s->find(',', start), s->size());
-        if (comma > start) wanted.push_back(s->substr(start, comma - start));
-        start = comma + 1;
-      }
-    }
-    for (const auto& w : wanted) {
-      if (!std::binary_search(accepted.begin(), accepted.end(), w)) out.missing.push_back(w);
-    }
-  }
-  return out;
 }
 
 wire::Value StrList(const std::vector<std::string>& v) {
@@ -164,6 +126,8 @@ void Publish(MasterContext& ctx, wire::Value load, std::function<void(std::strin
   ctx.events->Fire("salt/job/" + jid + "/publish", pub);
   ctx.publisher->Publish(pub);
   ctx.counters->publishes++;
+  spdlog::info("user {} published {} to {} minions with jid {}", user,
+               fun->str() ? *fun->str() : fun->ToJson(), resolved->minions.size(), jid);
   reply(ClearReply(wire::Value::MapOf({{"jid", jid},
                                        {"minions", StrList(resolved->minions)},
                                        {"missing", StrList(resolved->missing)}})));

@@ -63,6 +63,46 @@ std::optional<wire::Value> MinionData::Grains(std::string_view id) {
   return *grains;
 }
 
+wire::Value MinionData::Mine(std::string_view id) {
+  auto bytes = keys::ReadFile(dir_ / std::string(id) / "mine.p");
+  if (!bytes.ok()) return wire::Value::EmptyMap();
+  auto data = wire::Unpack(*bytes);
+  if (!data.ok() || !data->is_map()) {
+    spdlog::warn("mine data of {} is corrupt; treating it as empty", id);
+    return wire::Value::EmptyMap();
+  }
+  return *data;
+}
+
+Status MinionData::UpdateMine(std::string_view id, const wire::Value& data, bool clear) {
+  if (!data.is_map()) return Error::InvalidArgument("mine data must be a map");
+  std::lock_guard lock(mine_mu_);
+  wire::Value mine = clear ? wire::Value::EmptyMap() : Mine(id);
+  for (const auto& [k, v] : *data.map()) {
+    if (const std::string* fun = k.str()) mine.Set(*fun, v);
+  }
+  const std::filesystem::path dir = dir_ / std::string(id);
+  HALITE_RETURN_IF_ERROR(keys::EnsureDir(dir_, 0700));
+  HALITE_RETURN_IF_ERROR(keys::EnsureDir(dir, 0700));
+  return keys::WriteFileAtomic(dir / "mine.p", wire::Pack(mine, wire::Packing::kBinType), 0600);
+}
+
+Status MinionData::DeleteMine(std::string_view id, std::string_view fun) {
+  std::lock_guard lock(mine_mu_);
+  wire::Value mine = Mine(id);
+  if (!mine.Erase(fun)) return OkStatus();
+  return keys::WriteFileAtomic(dir_ / std::string(id) / "mine.p",
+                               wire::Pack(mine, wire::Packing::kBinType), 0600);
+}
+
+Status MinionData::FlushMine(std::string_view id) {
+  std::lock_guard lock(mine_mu_);
+  std::error_code ec;
+  std::filesystem::remove(dir_ / std::string(id) / "mine.p", ec);
+  if (ec) return Error::Unavailable("cannot flush the mine of " + std::string(id));
+  return OkStatus();
+}
+
 namespace {
 
 wire::Value ScalarToValue(const YAML::Node& node) {

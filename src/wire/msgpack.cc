@@ -1,6 +1,7 @@
 #include "halite/wire/msgpack.h"
 
 #include <bit>
+#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -203,9 +204,12 @@ void AppendJson(const Value& v, std::string& out) {
           out += std::to_string(x);
         } else if constexpr (std::is_same_v<T, double>) {
           if (std::isfinite(x)) {
+            // Shortest text that reads back to the same double, as Python's repr.
             char buf[40];
-            std::snprintf(buf, sizeof buf, "%.17g", x);
-            out += buf;
+            auto [end, ec] = std::to_chars(buf, buf + sizeof buf, x);
+            std::string text(buf, ec == std::errc() ? end : buf);
+            if (text.find_first_of(".e") == std::string::npos) text += ".0";
+            out += text;
           } else {
             out += "null";
           }

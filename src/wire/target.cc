@@ -223,10 +223,10 @@ std::string ScalarToString(const Value& v) {
   if (v.is_nil()) return "None";
   if (auto i = v.int64()) return std::to_string(*i);
   if (auto u = v.uint64()) return std::to_string(*u);
-  if (auto d = v.float64()) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%g", *d);
-    return buf;
+  if (v.is_float()) {
+    // Python's repr: shortest round-trip form, always with a decimal point or exponent.
+    std::string text = Value::MapOf({{"x", v}}).ToJson();
+    return text.substr(6, text.size() - 7);
   }
   return v.ToJson();
 }

@@ -252,6 +252,41 @@ TEST_F(MasterTest, MinionEventsCannotPoseAsPeersKeysOrOtherMinionsReturns) {
   }
 }
 
+TEST_F(MasterTest, MineDataIsStoredAndServedToOtherMinions) {
+  MasterUnderTest master(tmp_.path(), Spec("m1", true));
+  master.Start();
+  RawMinion web("web1", NewKey(), RetEndpoint(master));
+  RawMinion db("db1", NewKey(), RetEndpoint(master));
+  auto web_auth = web.Auth(ctx_, MasterPub(master));
+  auto db_auth = db.Auth(ctx_, MasterPub(master));
+  ASSERT_TRUE(web_auth.ok() && web_auth->session && db_auth.ok() && db_auth->session);
+  auto stored = web.Request(
+      ctx_, *web_auth->session,
+      wire::Value::MapOf({{"cmd", "_mine"},
+                          {"id", "web1"},
+                          {"data", wire::Value::MapOf({{"network.ip_addrs",
+                                                        wire::Value(wire::Array{"10.0.0.5"})}})}}));
+  ASSERT_TRUE(stored.ok());
+  EXPECT_EQ(stored->boolean(), std::optional<bool>(true));
+  auto got = db.Request(ctx_, *db_auth->session,
+                        wire::Value::MapOf({{"cmd", "_mine_get"},
+                                            {"id", "db1"},
+                                            {"tgt", "web*"},
+                                            {"fun", "network.ip_addrs"},
+                                            {"tgt_type", "glob"}}));
+  ASSERT_TRUE(got.ok()) << got.error().ToString();
+  EXPECT_EQ(got->ToJson(), "{\"web1\": [\"10.0.0.5\"]}");
+  ASSERT_TRUE(web.Request(ctx_, *web_auth->session,
+                          wire::Value::MapOf({{"cmd", "_mine_flush"}, {"id", "web1"}}))
+                  .ok());
+  auto empty = db.Request(
+      ctx_, *db_auth->session,
+      wire::Value::MapOf(
+          {{"cmd", "_mine_get"}, {"id", "db1"}, {"tgt", "*"}, {"fun", "network.ip_addrs"}}));
+  ASSERT_TRUE(empty.ok());
+  EXPECT_EQ(empty->ToJson(), "{}");
+}
+
 TEST_F(MasterTest, RestartKeepsKeysAndJobHistory) {
   std::string jid;
   MasterSpec spec = Spec("m1", true);

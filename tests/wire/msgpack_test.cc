@@ -214,6 +214,12 @@ TEST(MsgpackTest, TruthyFollowsPython) {
   EXPECT_TRUE(Value(Array{Value()}).Truthy());
 }
 
+TEST(MsgpackTest, FloatsRenderInTheirShortestForm) {
+  EXPECT_EQ(Value(3.428).ToJson(), "3.428");
+  EXPECT_EQ(Value(2.0).ToJson(), "2.0");
+  EXPECT_EQ(Value(0.1).ToJson(), "0.1");
+}
+
 TEST(MsgpackTest, JsonRenderingEscapesBytes) {
   Value v = Value::MapOf({{"a", Value::Bin(std::string("\xff\n", 2))}, {"b", 1.5}, {"c", Value()}});
   EXPECT_EQ(v.ToJson(), "{\"a\": \"\\u00ff\\n\", \"b\": 1.5, \"c\": null}");

@@ -26,6 +26,15 @@ class MinionData {
   std::optional<wire::Value> Grains(std::string_view id);
   Status Remove(std::string_view id);
 
+  // The mine (salt-wire 6.2): <cachedir>/minions/<id>/mine.p = msgpack-bin {fun: data}.
+  // `clear` replaces the stored map instead of merging into it. Serialised per master by a
+  // mutex; concurrent masters on a shared dir: last writer wins for one minion's mine.
+  Status UpdateMine(std::string_view id, const wire::Value& data, bool clear);
+  Status DeleteMine(std::string_view id, std::string_view fun);
+  Status FlushMine(std::string_view id);
+  // {} when the minion has no mine data.
+  wire::Value Mine(std::string_view id);
+
  private:
   struct Entry {
     std::int64_t mtime_ns = 0;
@@ -34,6 +43,7 @@ class MinionData {
   const std::filesystem::path dir_;
   std::mutex mu_;
   std::unordered_map<std::string, Entry> cache_ HALITE_GUARDED_BY(mu_);
+  std::mutex mine_mu_;
 };
 
 // Pillar compilation from pillar_roots (no templating): top.sls maps environments and
