@@ -17,7 +17,8 @@ void Usage(std::ostream& os) {
         "  jobs.list_jobs          every job in the job cache\n"
         "  jobs.lookup_jid JID     the stored returns of a job\n"
         "  manage.status           test.ping every accepted minion: up and down lists\n"
-        "  manage.up / manage.down the minions that answered / did not\n";
+        "  manage.up / manage.down the minions that answered / did not\n"
+        "  cluster.status          this master's peer links: state, last contact, backlog\n";
 }
 
 void Print(const Value& doc, halite::client::OutputFormat format) {
@@ -103,6 +104,20 @@ int main(int argc, char** argv) {
       }
     }
     Print(out, *format);
+    return 0;
+  }
+  if (fun == "cluster.status") {
+    auto status = (*client)->Call(Value::MapOf({{"cmd", "_halite_cluster_status"}}));
+    if (!status.ok()) {
+      std::cerr << "halite-run: " << status.error().message << "\n";
+      return 1;
+    }
+    if (*format == halite::client::OutputFormat::kJson) {
+      std::cout << halite::client::ToPrettyJson(*status) << "\n";
+    } else {
+      std::cout << halite::client::FormatReturn(
+          status->FindStr("id") ? *status->FindStr("id") : "master", *status, *format);
+    }
     return 0;
   }
   if (fun == "manage.status" || fun == "manage.up" || fun == "manage.down") {

@@ -4,9 +4,14 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 
+#include <deque>
+#include <set>
 #include <thread>
 #include <zmq.hpp>
 
+#include "halite/cluster/curve_keys.h"
+#include "halite/cluster/peer_channel.h"
+#include "halite/cluster/shared_state.h"
 #include "halite/jobs/job_cache_registry.h"
 #include "halite/keys/auth_policy.h"
 #include "halite/keys/fs.h"
@@ -19,6 +24,7 @@
 #include "halite/transport/worker_pool.h"
 #include "halite/transport/zmq_loop.h"
 #include "halite/wire/crypticle.h"
+#include "halite/wire/event.h"
 
 namespace halite::daemon {
 
@@ -43,6 +49,17 @@ struct MasterDaemon::Impl {
   std::unique_ptr<transport::WorkerPool> workers;
   std::unique_ptr<master::Publisher> publisher;
   std::unique_ptr<master::RequestServer> request_server;
+
+  // Cluster mode only.
+  std::filesystem::path shared_pki;
+  std::unique_ptr<transport::ZmqLoop> cluster_loop;
+  std::unique_ptr<cluster::PeerChannel> peers;
+  std::unique_ptr<master::JobPublisher> cluster_publisher;
+  std::deque<std::string> recent_forwarded_jids;   // cluster loop only
+  std::set<std::string> recent_forwarded_jid_set;  // cluster loop only
+  std::atomic<std::uint64_t> forwarded_publishes{0};
+  std::atomic<std::uint64_t> stale_publishes_dropped{0};
+
   bool started = false;
   bool stopped = false;
 
@@ -75,6 +92,34 @@ Result<std::string> LoadOrCreateRootKey(const std::filesystem::path& cachedir) {
   return key;
 }
 
+// In a cluster a publish goes to this master's minions and, once, to every peer, which
+// publishes it to its own minions (salt-wire 10.6, but out of band: never via an event a
+// minion could forge).
+class ClusterJobPublisher final : public master::JobPublisher {
+ public:
+  ClusterJobPublisher(master::JobPublisher& local, cluster::PeerChannel& peers)
+      : local_(local), peers_(peers) {}
+  void Publish(wire::Value pub_load) override {
+    auto ts = std::chrono::duration_cast<std::chrono::seconds>(
+                  std::chrono::system_clock::now().time_since_epoch())
+                  .count();
+    peers_.Broadcast(cluster::PeerMessage{
+        "publish", wire::Pack(wire::Value::MapOf({{"ts", static_cast<long long>(ts)},  // NOLINT
+                                                  {"load", pub_load}}),
+                              wire::Packing::kBinType)});
+    local_.Publish(std::move(pub_load));
+  }
+
+ private:
+  master::JobPublisher& local_;
+  cluster::PeerChannel& peers_;
+};
+
+// Forwarded publishes older than this are not sent to minions: a peer that was away for
+// longer would otherwise start jobs whose callers gave up long ago.
+constexpr std::int64_t kMaxForwardedPublishAgeSeconds = 120;
+constexpr std::size_t kRecentJidsKept = 10000;
+
 }  // namespace
 
 MasterDaemon::MasterDaemon(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -100,15 +145,36 @@ Result<std::unique_ptr<MasterDaemon>> MasterDaemon::Create(config::MasterConfig 
   HALITE_ASSIGN_OR_RETURN(std::string master_pub, keys::ReadPublicKeyText(pki_dir, "master"));
   impl->signing_key = master_key;
   impl->ctx.pub_key_text = wire::CleanKey(master_pub);
+  const bool in_cluster = !cfg.cluster_id.empty();
+  impl->shared_pki = in_cluster ? std::filesystem::path(cfg.cluster_pki_dir) : pki_dir;
+  std::string aes_key_string;
+  std::optional<cluster::CurveKeyPair> curve;
+  if (in_cluster) {
+    // Every minion-facing key is the cluster's (salt-wire 10.3): all masters look alike.
+    HALITE_RETURN_IF_ERROR(cluster::CheckClusterIdentity(cfg.id, cfg.interface, cfg.cluster_peers));
+    HALITE_RETURN_IF_ERROR(keys::EnsureDir(impl->shared_pki, 0700));
+    HALITE_ASSIGN_OR_RETURN(wire::RsaPrivateKey cluster_key,
+                            keys::LoadOrCreateKeyPair(impl->shared_pki, "cluster", cfg.keysize));
+    HALITE_ASSIGN_OR_RETURN(std::string cluster_pub,
+                            keys::ReadPublicKeyText(impl->shared_pki, "cluster"));
+    HALITE_RETURN_IF_ERROR(cluster::PublishMasterKey(impl->shared_pki, cfg.id, master_pub));
+    HALITE_ASSIGN_OR_RETURN(aes_key_string, cluster::LoadOrCreateClusterAes(impl->shared_pki));
+    HALITE_ASSIGN_OR_RETURN(curve,
+                            cluster::LoadOrCreateCurveKeys(pki_dir, impl->shared_pki, cfg.id));
+    impl->signing_key = cluster_key;
+    impl->ctx.pub_key_text = wire::CleanKey(cluster_pub);
+  } else {
+    // A fresh AES key at every start (as Salt): minions re-authenticate on their first
+    // failed decrypt, and the publish serial can safely start at 1 again.
+    aes_key_string = wire::Crypticle::GenerateKeyString();
+  }
 
-  HALITE_ASSIGN_OR_RETURN(impl->key_store, keys::FsKeyStore::Open(pki_dir));
+  HALITE_ASSIGN_OR_RETURN(impl->key_store, keys::FsKeyStore::Open(impl->shared_pki));
   impl->minion_keys = std::make_unique<master::MinionKeys>(*impl->key_store);
   impl->session_keys =
       std::make_unique<master::SessionKeys>(cachedir / "sessions", cfg.publish_session);
-  // A fresh AES key at every start (as Salt): minions re-authenticate on their first
-  // failed decrypt, and the publish serial can safely start at 1 again.
-  auto aes = wire::Crypticle::FromKeyString(wire::Crypticle::GenerateKeyString());
-  HALITE_CHECK(aes.ok());
+  auto aes = wire::Crypticle::FromKeyString(aes_key_string);
+  if (!aes.ok()) return aes.error().WithContext("cluster AES key");
   impl->aes = std::make_unique<master::AesKeyRing>(std::move(*aes));
   impl->minion_data = std::make_unique<master::MinionData>(cachedir);
 
@@ -166,7 +232,9 @@ Result<std::unique_ptr<MasterDaemon>> MasterDaemon::Create(config::MasterConfig 
   ctx.signing_key = &*impl->signing_key;
   ctx.job_cache = impl->job_cache.get();
   ctx.jids = &impl->jids;
-  ctx.publisher = impl->publisher.get();
+  ctx.publisher = impl->cluster_publisher
+                      ? impl->cluster_publisher.get()
+                      : static_cast<master::JobPublisher*>(impl->publisher.get());
   ctx.events = impl->publisher.get();
   ctx.minion_data = impl->minion_data.get();
   ctx.auth_policy = std::move(policy);
@@ -193,6 +261,10 @@ Status MasterDaemon::Start() {
   impl_->publisher_loop->Start();
   impl_->request_loop->Start();
   HALITE_RETURN_IF_ERROR(impl_->publisher->Start());
+  if (impl_->peers) {
+    impl_->cluster_loop->Start();
+    HALITE_RETURN_IF_ERROR(impl_->peers->Start());
+  }
   HALITE_RETURN_IF_ERROR(impl_->request_server->Start());
   impl_->started = true;
   spdlog::info("halite-master {} up: ret {} publish {}", impl_->config.id, impl_->config.ret_port,
@@ -224,11 +296,43 @@ void MasterDaemon::RunUntilStopped() {
           }
         }
         auto rotate = keys::ConsumeDropFile(impl.config.cachedir, impl.config.id);
-        if (rotate.ok() && *rotate) {
-          auto next_key = wire::Crypticle::FromKeyString(wire::Crypticle::GenerateKeyString());
-          impl.aes->Rotate(std::move(*next_key));
-          spdlog::warn("Rotating AES key (drop file)");
-          impl.publisher->Fire("key", wire::Value::MapOf({{"rotate_aes_key", true}}));
+        bool forced = rotate.ok() && *rotate;
+        if (!impl.peers) {
+          if (forced) {
+            auto next_key = wire::Crypticle::FromKeyString(wire::Crypticle::GenerateKeyString());
+            impl.aes->Rotate(std::move(*next_key));
+            spdlog::warn("Rotating AES key (drop file)");
+            impl.publisher->Fire("key", wire::Value::MapOf({{"rotate_aes_key", true}}));
+          }
+          return;
+        }
+        // Cluster: one master rotates the shared key (drop file naming it, or the key's age
+        // past publish_session) and announces it; every master also re-reads the file in
+        // case an announcement was missed.
+        std::optional<std::string> rotated;
+        if (forced) {
+          auto r = cluster::RotateClusterAes(impl.shared_pki, impl.config.id);
+          if (r.ok()) rotated = *r;
+        } else if (auto age = cluster::ClusterAesAge(impl.shared_pki);
+                   age.ok() && *age >= impl.config.publish_session) {
+          auto r = cluster::RotateClusterAes(impl.shared_pki, impl.config.id,
+                                             impl.config.publish_session);
+          if (r.ok()) rotated = *r;
+        }
+        if (rotated) {
+          impl.aes->Rotate(*wire::Crypticle::FromKeyString(*rotated));
+          spdlog::warn("Rotating cluster AES key");
+          impl.peers->Broadcast(cluster::PeerMessage{"rotate", ""});
+          impl.publisher->Fire("rotate_cluster_aes_key",
+                               wire::Value::MapOf({{"rotate_cluster_aes_key", true}}));
+          return;
+        }
+        auto on_disk = cluster::ReadClusterAes(impl.shared_pki);
+        if (!on_disk.ok()) {
+          spdlog::error("cannot read the cluster AES key: {}", on_disk.error().ToString());
+        } else if (*on_disk != impl.aes->Current()->key_string()) {
+          impl.aes->Rotate(*wire::Crypticle::FromKeyString(*on_disk));
+          spdlog::warn("Rotating cluster AES key (changed on disk)");
         }
       });
     }
@@ -255,7 +359,9 @@ void MasterDaemon::Stop() {
   if (impl.workers) impl.workers->Shutdown();
   if (impl.job_cache) impl.job_cache->Shutdown();
   if (impl.request_loop) impl.request_loop->Stop();
+  if (impl.cluster_loop) impl.cluster_loop->Stop();
   if (impl.publisher_loop) impl.publisher_loop->Stop();
+  impl.peers.reset();
   impl.request_server.reset();
   impl.publisher.reset();
   impl.zmq_context.close();

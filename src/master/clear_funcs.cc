@@ -217,6 +217,14 @@ void HandleClear(MasterContext& ctx, const std::string& cmd, wire::Value load,
       reply(ClearReply(wire::Value::MapOf({{"ok", true}})));
       return;
     }
+    if (cmd == "_halite_cluster_status") {
+      if (!ctx.cluster_status) {
+        reply(ClearError("this master is not part of a cluster (cluster_id is not set)"));
+        return;
+      }
+      reply(ClearReply(ctx.cluster_status()));
+      return;
+    }
     if (cmd == "_halite_status") {
       const Counters& c = *ctx.counters;
       reply(ClearReply(wire::Value::MapOf({{"id", ctx.config->id},

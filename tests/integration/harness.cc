@@ -169,13 +169,15 @@ bool WaitFor(const std::function<bool()>& condition, std::chrono::milliseconds t
 MasterUnderTest::MasterUnderTest(const std::filesystem::path& root, MasterSpec spec)
     : dir_(root / spec.id), spec_(std::move(spec)) {
   if (spec_.ip.empty()) spec_.ip = UniqueLoopbackIp();
+  std::filesystem::remove(dir_ / "sock" / "halite_req.ipc");
   config_ = dir_ / "master.conf";
   std::ostringstream c;
   c << "id: " << spec_.id << "\n"
     << "interface: " << spec_.ip << "\n"
     << "publish_port: 4505\nret_port: 4506\n"
     << "pki_dir: " << (dir_ / "pki").string() << "\n"
-    << "cachedir: " << (dir_ / "cache").string() << "\n"
+    << "cachedir: "
+    << (spec_.shared_dir.empty() ? dir_ / "cache" : spec_.shared_dir / "cache").string() << "\n"
     << "sock_dir: " << (dir_ / "sock").string() << "\n"
     << "log_level: debug\n"
     << "health_port: 0\n"
@@ -184,6 +186,12 @@ MasterUnderTest::MasterUnderTest(const std::filesystem::path& root, MasterSpec s
     << "pillar_roots:\n  base: [" << (dir_ / "pillar").string() << "]\n"
     << "file_roots:\n  base: [" << (dir_ / "states").string() << "]\n"
     << spec_.extra_yaml << "\n";
+  if (!spec_.cluster_id.empty()) {
+    c << "cluster_id: " << spec_.cluster_id << "\n"
+      << "cluster_pki_dir: " << (spec_.shared_dir / "pki").string() << "\n"
+      << "cluster_peers:\n";
+    for (const auto& peer : spec_.cluster_peers) c << "  - " << peer << "\n";
+  }
   WriteFile(config_, c.str());
 }
 
@@ -196,6 +204,17 @@ void MasterUnderTest::Start() {
       std::vector<std::string>{BinaryPath("halite-master").string(), "-c", config_.string()},
       dir_ / "master.log");
   // Ready when the local request socket answers a clear ping.
+  StartAsync();
+  WaitReady();
+}
+
+void MasterUnderTest::StartAsync() {
+  process_ = std::make_unique<Process>(
+      std::vector<std::string>{BinaryPath("halite-master").string(), "-c", config_.string()},
+      dir_ / "master.log");
+}
+
+void MasterUnderTest::WaitReady() {
   const std::string endpoint = "ipc://" + (dir_ / "sock" / "halite_req.ipc").string();
   bool ready = WaitFor([&] {
     if (!process_->Alive()) return true;

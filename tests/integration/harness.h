@@ -72,6 +72,10 @@ struct MasterSpec {
   std::string ip;
   bool auto_accept = false;
   std::string extra_yaml;  // appended to the config
+  // Cluster mode: cachedir and cluster_pki_dir live in this shared folder.
+  std::string cluster_id;
+  std::vector<std::string> cluster_peers;
+  std::filesystem::path shared_dir;
 };
 
 // One halite-master with its own dirs under `root`.
@@ -81,6 +85,10 @@ class MasterUnderTest {
   ~MasterUnderTest();
   // Starts the process and waits until its request socket answers.
   void Start();
+  // Start() in two halves, to start several masters at the same instant.
+  void StartAsync();
+  void WaitReady();
+  bool Alive() { return process_ && process_->Alive(); }
   int Stop(int sig = SIGTERM);
   void Kill();
   const std::filesystem::path& config() const { return config_; }

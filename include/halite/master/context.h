@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <string>
 
 #include "halite/config/master_config.h"
@@ -48,6 +49,8 @@ struct MasterContext {
   keys::AuthPolicyOptions auth_policy;
   std::string root_key;  // <cachedir>/.root_key: what local CLIs must present
   Counters* counters = nullptr;
+  // Cluster mode: a snapshot of the peer links for cluster.status; empty otherwise.
+  std::function<wire::Value()> cluster_status;
 };
 
 // Answers one request body (salt-wire 3.3); `reply` is called exactly once, possibly later

@@ -1,0 +1,229 @@
+// Three halite-masters sharing one folder, minions attached to different masters, as in a
+// real cluster (issue: master cluster, deliver 5).
+#include <gtest/gtest.h>
+
+#include <zmq.hpp>
+
+#include "halite/keys/fs.h"
+#include "halite/wire/encoding.h"
+#include "harness.h"
+#include "raw_client.h"
+
+namespace halite::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+class ClusterTest : public ::testing::Test {
+ protected:
+  void MakeCluster(int n, bool start = true) {
+    for (int i = 0; i < n; ++i) ips_.push_back(UniqueLoopbackIp());
+    for (int i = 0; i < n; ++i) {
+      MasterSpec spec;
+      spec.id = ips_[i];
+      spec.ip = ips_[i];
+      spec.auto_accept = true;
+      spec.cluster_id = "c1";
+      spec.shared_dir = tmp_.path() / "shared";
+      for (int j = 0; j < n; ++j) {
+        if (j != i) spec.cluster_peers.push_back(ips_[j]);
+      }
+      masters_.push_back(std::make_unique<MasterUnderTest>(tmp_.path(), spec));
+    }
+    if (!start) return;
+    for (auto& m : masters_) m->StartAsync();
+    for (auto& m : masters_) m->WaitReady();
+  }
+
+  MinionUnderTest& AddMinion(const std::string& id, int master_index) {
+    MinionSpec spec;
+    spec.id = id;
+    spec.master_ip = ips_[master_index];
+    minions_.push_back(std::make_unique<MinionUnderTest>(tmp_.path(), spec));
+    minions_.back()->Start();
+    return *minions_.back();
+  }
+
+  // Every minion answers a test.ping published on `master`: the cluster is wired up.
+  void WaitUntilAllAnswer(MasterUnderTest& master) {
+    std::string last;
+    bool ok = WaitFor(
+        [&] {
+          auto r = master.Cli("halite", {"-t", "3", "--out", "txt", "*", "test.ping"});
+          last = r.out + r.err;
+          if (r.exit_code != 0) return false;
+          for (const auto& m : minions_) {
+            (void)m;
+          }
+          return std::count(r.out.begin(), r.out.end(), '\n') == static_cast<long>(minions_.size());
+        },
+        90s, 500ms);
+    ASSERT_TRUE(ok) << "not every minion answered; last output:\n" << last;
+  }
+
+  TempDir tmp_;
+  std::vector<std::string> ips_;
+  std::vector<std::unique_ptr<MasterUnderTest>> masters_;
+  std::vector<std::unique_ptr<MinionUnderTest>> minions_;
+  zmq::context_t ctx_;
+};
+
+TEST_F(ClusterTest, JobOnOneMasterReachesMinionsOfAllAndEveryMasterAnswersForIt) {
+  MakeCluster(3);
+  AddMinion("alpha", 0);
+  AddMinion("gamma", 2);
+  AddMinion("gamma2", 2);
+  WaitUntilAllAnswer(*masters_[1]);
+
+  auto job = masters_[1]->Cli("halite", {"-v", "--out", "txt", "*", "test.echo", "clustered"});
+  ASSERT_EQ(job.exit_code, 0) << job.out << job.err;
+  for (const char* id : {"alpha", "gamma", "gamma2"}) {
+    EXPECT_NE(job.out.find(std::string(id) + ": clustered"), std::string::npos) << job.out;
+  }
+  auto pos = job.out.find("jid ");
+  ASSERT_NE(pos, std::string::npos);
+  std::string jid = job.out.substr(pos + 4, 20);
+  for (auto& master : masters_) {
+    auto lookup = master->Cli("halite-run", {"--out", "txt", "jobs.lookup_jid", jid});
+    ASSERT_EQ(lookup.exit_code, 0) << lookup.err;
+    EXPECT_EQ(lookup.out, "alpha: clustered\ngamma: clustered\ngamma2: clustered\n")
+        << "on master " << master->ip();
+  }
+  auto status = masters_[0]->Cli("halite-run", {"--out", "json", "cluster.status"});
+  ASSERT_EQ(status.exit_code, 0) << status.err;
+  EXPECT_EQ(std::count(status.out.begin(), status.out.end(), '{') - 1, 2) << status.out;
+  EXPECT_EQ(status.out.find("\"connected\": false"), std::string::npos) << status.out;
+}
+
+TEST_F(ClusterTest, RestartedMasterRejoinsAndCatchesUp) {
+  MakeCluster(3);
+  AddMinion("alpha", 0);
+  AddMinion("gamma", 2);
+  WaitUntilAllAnswer(*masters_[0]);
+
+  ASSERT_EQ(masters_[2]->Stop(SIGTERM), 0);
+  // While master 3 is away, master 1 keeps publishing and its events queue for master 3.
+  auto job = masters_[0]->Cli("halite", {"--out", "txt", "alpha", "test.echo", "while-away"});
+  ASSERT_EQ(job.exit_code, 0) << job.out << job.err;
+  bool queued = WaitFor([&] {
+    auto s = masters_[0]->Cli("halite-run", {"--out", "json", "cluster.status"});
+    return s.out.find("\"connected\": false") != std::string::npos &&
+           s.out.find("\"backlog\": 0,") != std::string::npos;  // the live peer is drained
+  });
+  ASSERT_TRUE(queued);
+  masters_[2]->Start();
+  // Master 1's backlog for master 3 drains once it is back: it caught up.
+  bool drained = WaitFor(
+      [&] {
+        auto s = masters_[0]->Cli("halite-run", {"--out", "json", "cluster.status"});
+        return s.exit_code == 0 && s.out.find("\"connected\": false") == std::string::npos &&
+               s.out.find("\"backlog\": 0,") != std::string::npos &&
+               s.out.find("\"backlog\": 0,", s.out.find("\"backlog\": 0,") + 1) !=
+                   std::string::npos;
+      },
+      60s, 250ms);
+  EXPECT_TRUE(drained) << masters_[0]->Cli("halite-run", {"--out", "json", "cluster.status"}).out;
+  auto back = masters_[2]->Cli("halite-run", {"--out", "json", "cluster.status"});
+  EXPECT_NE(back.out.find("\"received\": "), std::string::npos);
+  // Its minion reconnects without help and answers jobs from any master again.
+  WaitUntilAllAnswer(*masters_[1]);
+}
+
+TEST_F(ClusterTest, MastersStartedAtTheSameInstantShareOneClusterKeyAndOneAesKey) {
+  MakeCluster(3);  // StartAsync on all three, then wait: they race on the empty shared dir
+  std::optional<std::string> pub_key;
+  std::optional<std::string> aes;
+  auto minion_key = *wire::RsaPrivateKey::Generate(2048);
+  for (auto& master : masters_) {
+    RawMinion raw("racer", minion_key, "tcp://" + master->ip() + ":4506");
+    auto auth = raw.Auth(ctx_, std::nullopt);
+    ASSERT_TRUE(auth.ok()) << auth.error().ToString();
+    ASSERT_TRUE(auth->aes.has_value()) << auth->inner.ToJson();
+    std::string this_pub = *auth->inner.FindStr("pub_key");
+    if (!pub_key) pub_key = this_pub;
+    if (!aes) aes = auth->aes->key_string();
+    EXPECT_EQ(this_pub, *pub_key) << "master " << master->ip() << " shows another cluster key";
+    EXPECT_EQ(auth->aes->key_string(), *aes) << "master " << master->ip() << " uses another AES";
+  }
+  auto cluster_pub = keys::ReadFile(tmp_.path() / "shared" / "pki" / "cluster.pub");
+  ASSERT_TRUE(cluster_pub.ok());
+  EXPECT_EQ(*pub_key, wire::CleanKey(*cluster_pub));
+}
+
+TEST_F(ClusterTest, UnauthenticatedPoolClientsChangeNothing) {
+  MakeCluster(2);
+  AddMinion("alpha", 0);
+  WaitUntilAllAnswer(*masters_[1]);
+  // A stranger on the pool port, plain and with a CURVE key of its own, sends what a peer
+  // would send to make master 1 publish a job.
+  const std::string forged_jid = "20200101000000000001";
+  std::string publish = wire::Pack(
+      wire::Value::MapOf(
+          {{"seq", 1},
+           {"epoch", 7},
+           {"low", 1},
+           {"kind", "publish"},
+           {"payload",
+            wire::Value::Bin(wire::Pack(
+                wire::Value::MapOf(
+                    {{"ts", static_cast<long long>(std::time(nullptr))},  // NOLINT
+                     {"load", wire::Value::MapOf({{"fun", "test.echo"},
+                                                  {"arg", wire::Value(wire::Array{"pwned"})},
+                                                  {"tgt", "*"},
+                                                  {"jid", forged_jid},
+                                                  {"ret", ""},
+                                                  {"tgt_type", "glob"},
+                                                  {"user", "root"}})}}),
+                wire::Packing::kBinType))}}),
+      wire::Packing::kBinType);
+  for (bool curve : {false, true}) {
+    zmq::socket_t dealer(ctx_, zmq::socket_type::dealer);
+    dealer.set(zmq::sockopt::linger, 0);
+    if (curve) {
+      char pub[41], sec[41];
+      ASSERT_EQ(zmq_curve_keypair(pub, sec), 0);
+      auto server = keys::ReadFile(tmp_.path() / "shared" / "pki" / "peers" / (ips_[0] + ".curve"));
+      ASSERT_TRUE(server.ok());
+      std::string server_key = server->substr(0, 40);
+      dealer.set(zmq::sockopt::curve_serverkey, server_key);
+      dealer.set(zmq::sockopt::curve_publickey, std::string(pub));
+      dealer.set(zmq::sockopt::curve_secretkey, std::string(sec));
+    }
+    dealer.connect("tcp://" + ips_[0] + ":4520");
+    dealer.send(zmq::buffer(publish), zmq::send_flags::dontwait);
+    zmq::pollitem_t item{static_cast<void*>(dealer), 0, ZMQ_POLLIN, 0};
+    zmq::poll(&item, 1, 1000ms);
+    EXPECT_FALSE(item.revents & ZMQ_POLLIN) << "a stranger got an answer from the pool port";
+  }
+  // A real job through master 1 afterwards: its return proves the minion has handled
+  // whatever was published before it.
+  auto real = masters_[0]->Cli("halite", {"--out", "txt", "alpha", "test.echo", "genuine"});
+  ASSERT_EQ(real.exit_code, 0) << real.out << real.err;
+  EXPECT_NE(real.out.find("alpha: genuine"), std::string::npos);
+  for (auto& master : masters_) {
+    auto lookup = master->Cli("halite-run", {"--out", "txt", "jobs.lookup_jid", forged_jid});
+    EXPECT_EQ(lookup.out.find("pwned"), std::string::npos) << lookup.out;
+  }
+}
+
+TEST_F(ClusterTest, IdentityProblemsStopStartUpWithAMessage) {
+  MakeCluster(2, /*start=*/false);
+  // A name instead of an address as id.
+  std::string bad = ReadFileOrEmpty(masters_[0]->config());
+  bad.replace(bad.find("id: " + ips_[0]), 4 + ips_[0].size(), "id: master-one");
+  WriteFile(tmp_.path() / "bad.conf", bad);
+  auto r = halite::testing::Run(
+      {BinaryPath("halite-master").string(), "-c", (tmp_.path() / "bad.conf").string()}, 30s);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("must be this master's IP address"), std::string::npos) << r.err;
+  // A peers/<id>.pub that belongs to another master.
+  masters_[0]->Start();
+  masters_[0]->Stop();
+  std::filesystem::remove_all(masters_[0]->dir() / "pki");  // "rebuilt" master: new key
+  auto again = masters_[0]->Cli("halite-master", {});
+  EXPECT_NE(again.exit_code, 0);
+  EXPECT_NE(again.err.find("holds another master's key"), std::string::npos) << again.err;
+}
+
+}  // namespace
+}  // namespace halite::testing
