@@ -10,6 +10,7 @@
 #include <zmq.hpp>
 
 #include "halite/cluster/curve_keys.h"
+#include "halite/cluster/health_server.h"
 #include "halite/cluster/peer_channel.h"
 #include "halite/cluster/shared_state.h"
 #include "halite/jobs/job_cache_registry.h"
@@ -59,6 +60,23 @@ struct MasterDaemon::Impl {
   std::set<std::string> recent_forwarded_jid_set;  // cluster loop only
   std::atomic<std::uint64_t> forwarded_publishes{0};
   std::atomic<std::uint64_t> stale_publishes_dropped{0};
+
+  // Health: a checker thread probes the shared dir, the job cache and the loops every
+  // second; the HTTP thread only reads the latest result.
+  std::unique_ptr<cluster::HealthServer> health_server;
+  std::thread health_checker;
+  std::mutex health_mu;
+  std::condition_variable health_cv;
+  bool health_stop = false;                                  // guarded by health_mu
+  std::vector<std::string> health_problems;                  // guarded by health_mu
+  std::chrono::steady_clock::time_point health_checked_at;   // guarded by health_mu
+  std::chrono::steady_clock::time_point health_check_began;  // guarded by health_mu
+  std::atomic<std::int64_t> request_loop_beat{0};
+  std::atomic<std::int64_t> publisher_loop_beat{0};
+
+  void RunHealthChecks();
+  cluster::HealthReport Health();
+  std::string Metrics();
 
   bool started = false;
   bool stopped = false;
@@ -120,7 +138,147 @@ class ClusterJobPublisher final : public master::JobPublisher {
 constexpr std::int64_t kMaxForwardedPublishAgeSeconds = 120;
 constexpr std::size_t kRecentJidsKept = 10000;
 
+std::int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// Writes, syncs, reads back and removes a probe file: the directory really works.
+std::optional<std::string> ProbeDirectory(const std::filesystem::path& dir,
+                                          const std::string& self_id) {
+  const auto probe = dir / (".health-" + self_id);
+  const std::string content = std::to_string(NowMs());
+  if (auto st = keys::WriteFileAtomic(probe, content, 0600); !st.ok()) {
+    return "cannot write " + dir.string() + ": " + st.error().message;
+  }
+  auto back = keys::ReadFile(probe);
+  if (!back.ok() || *back != content) return "cannot read back a probe in " + dir.string();
+  (void)keys::RemoveFile(probe);
+  return std::nullopt;
+}
+
+constexpr auto kHealthPeriod = std::chrono::seconds(1);
+constexpr auto kHealthStale = std::chrono::seconds(5);
+
 }  // namespace
+
+void MasterDaemon::Impl::RunHealthChecks() {
+  pthread_setname_np(pthread_self(), "health-check");
+  std::unique_lock lock(health_mu);
+  while (!health_stop) {
+    health_check_began = std::chrono::steady_clock::now();
+    lock.unlock();
+    std::vector<std::string> problems;
+    if (auto p = ProbeDirectory(shared_pki, config.id)) problems.push_back(*p);
+    if (auto p = ProbeDirectory(config.cachedir, config.id)) problems.push_back(*p);
+    if (auto st = job_cache->Check(); !st.ok()) {
+      problems.push_back("job cache: " + st.error().message);
+    }
+    request_loop->Post([this] { request_loop_beat = NowMs(); });
+    publisher_loop->Post([this] { publisher_loop_beat = NowMs(); });
+    lock.lock();
+    health_problems = std::move(problems);
+    health_checked_at = std::chrono::steady_clock::now();
+    health_cv.wait_for(lock, kHealthPeriod, [this] { return health_stop; });
+  }
+}
+
+cluster::HealthReport MasterDaemon::Impl::Health() {
+  auto now = std::chrono::steady_clock::now();
+  std::vector<std::string> problems;
+  {
+    std::lock_guard lock(health_mu);
+    problems = health_problems;
+    if (health_checked_at.time_since_epoch().count() == 0) {
+      problems.push_back("no health check has completed yet");
+    } else if (now - health_checked_at > kHealthStale) {
+      problems.push_back("health checks are stuck (shared directory or job cache not answering)");
+    }
+  }
+  auto stale_ms = std::chrono::duration_cast<std::chrono::milliseconds>(kHealthStale).count();
+  if (NowMs() - request_loop_beat.load() > stale_ms)
+    problems.push_back("request server is not running");
+  if (NowMs() - publisher_loop_beat.load() > stale_ms)
+    problems.push_back("publisher is not running");
+  wire::Array problem_list;
+  for (const auto& p : problems) problem_list.emplace_back(p);
+  wire::Value body =
+      wire::Value::MapOf({{"id", config.id},
+                          {"healthy", problems.empty()},
+                          {"problems", wire::Value(std::move(problem_list))},
+                          {"connected_minions", publisher->connected_subscribers()}});
+  if (peers) {
+    wire::Array links;
+    for (const auto& link : peers->Status()) {
+      links.push_back(wire::Value::MapOf({{"id", link.id},
+                                          {"connected", link.connected},
+                                          {"backlog", link.backlog},
+                                          {"problem", link.problem}}));
+    }
+    body.Set("peers", wire::Value(std::move(links)));
+  }
+  return {problems.empty(), body.ToJson()};
+}
+
+std::string MasterDaemon::Impl::Metrics() {
+  std::string out;
+  auto line = [&out](const std::string& name, const std::string& labels, double value) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.17g", value);
+    out += name + (labels.empty() ? "" : "{" + labels + "}") + " " + buf + "\n";
+  };
+  auto help = [&out](const std::string& name, const std::string& type, const std::string& text) {
+    out += "# HELP " + name + " " + text + "\n# TYPE " + name + " " + type + "\n";
+  };
+  const std::string id = "master=\"" + config.id + "\"";
+  help("halite_requests_total", "counter", "Requests by command.");
+  for (std::size_t i = 0; i < master::kCountedCommandCount; ++i) {
+    line("halite_requests_total", id + ",cmd=\"" + master::kCountedCommands[i] + "\"",
+         static_cast<double>(counters.requests[i].load()));
+  }
+  help("halite_auth_total", "counter", "Sign-ins by result.");
+  line("halite_auth_total", id + ",result=\"accepted\"", counters.auth_accepted.load());
+  line("halite_auth_total", id + ",result=\"pending\"", counters.auth_pending.load());
+  line("halite_auth_total", id + ",result=\"rejected\"", counters.auth_rejected.load());
+  line("halite_auth_total", id + ",result=\"denied\"", counters.auth_denied.load());
+  line("halite_auth_total", id + ",result=\"error\"", counters.auth_errors.load());
+  help("halite_publishes_total", "counter", "Jobs published from this master.");
+  line("halite_publishes_total", id, counters.publishes.load());
+  help("halite_returns_total", "counter", "Job returns by outcome.");
+  line("halite_returns_total", id + ",outcome=\"stored\"", counters.returns_stored.load());
+  line("halite_returns_total", id + ",outcome=\"duplicate\"", counters.returns_duplicate.load());
+  line("halite_returns_total", id + ",outcome=\"failed\"", counters.returns_failed.load());
+  help("halite_job_cache_write_seconds", "histogram", "Time from a return's arrival to durable.");
+  for (std::size_t i = 0; i < master::kLatencyBucketCount; ++i) {
+    char le[32];
+    std::snprintf(le, sizeof le, "%g", master::kLatencyBuckets[i]);
+    line("halite_job_cache_write_seconds_bucket", id + ",le=\"" + le + "\"",
+         counters.store_latency_buckets[i].load());
+  }
+  line("halite_job_cache_write_seconds_bucket", id + ",le=\"+Inf\"",
+       counters.store_latency_count.load());
+  line("halite_job_cache_write_seconds_sum", id, counters.store_latency_sum_us.load() / 1e6);
+  line("halite_job_cache_write_seconds_count", id, counters.store_latency_count.load());
+  help("halite_connected_minions", "gauge", "TCP connections on the publish port.");
+  line("halite_connected_minions", id, static_cast<double>(publisher->connected_subscribers()));
+  help("halite_bad_requests_total", "counter", "Requests answered \"bad load\".");
+  line("halite_bad_requests_total", id, counters.bad_requests.load());
+  help("halite_minion_events_rejected_total", "counter", "Minion events refused.");
+  line("halite_minion_events_rejected_total", id, counters.events_rejected.load());
+  if (peers) {
+    help("halite_peer_up", "gauge", "1 when the link to a peer is up.");
+    help("halite_peer_backlog", "gauge", "Messages waiting for a peer's acknowledgement.");
+    help("halite_peer_dropped_total", "counter", "Messages dropped from a full backlog.");
+    for (const auto& link : peers->Status()) {
+      std::string labels = id + ",peer=\"" + link.id + "\"";
+      line("halite_peer_up", labels, link.connected ? 1 : 0);
+      line("halite_peer_backlog", labels, static_cast<double>(link.backlog));
+      line("halite_peer_dropped_total", labels, static_cast<double>(link.dropped));
+    }
+  }
+  return out;
+}
 
 MasterDaemon::MasterDaemon(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
@@ -266,6 +424,14 @@ Status MasterDaemon::Start() {
     HALITE_RETURN_IF_ERROR(impl_->peers->Start());
   }
   HALITE_RETURN_IF_ERROR(impl_->request_server->Start());
+  Impl* raw = impl_.get();
+  raw->health_checker = std::thread([raw] { raw->RunHealthChecks(); });
+  if (impl_->config.health_port != 0) {
+    impl_->health_server = std::make_unique<cluster::HealthServer>(
+        impl_->config.interface, impl_->config.health_port, [raw] { return raw->Health(); },
+        [raw] { return raw->Metrics(); });
+    HALITE_RETURN_IF_ERROR(impl_->health_server->Start());
+  }
   impl_->started = true;
   spdlog::info("halite-master {} up: ret {} publish {}", impl_->config.id, impl_->config.ret_port,
                impl_->config.publish_port);
@@ -355,6 +521,13 @@ void MasterDaemon::Stop() {
   auto& impl = *impl_;
   if (impl.stopped) return;
   impl.stopped = true;
+  if (impl.health_server) impl.health_server->Stop();
+  {
+    std::lock_guard lock(impl.health_mu);
+    impl.health_stop = true;
+  }
+  impl.health_cv.notify_all();
+  if (impl.health_checker.joinable()) impl.health_checker.join();
   if (impl.request_server) impl.request_server->StopIntake();
   if (impl.workers) impl.workers->Shutdown();
   if (impl.job_cache) impl.job_cache->Shutdown();

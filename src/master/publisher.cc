@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
 
+#include <cstring>
 #include <future>
 
 #include "halite/wire/event.h"
@@ -38,7 +39,32 @@ Status Publisher::Start() {
       if (!options_.event_socket_path.empty()) {
         ::chmod(options_.event_socket_path.c_str(), 0660);
       }
+      // Count subscriber connections for /metrics through libzmq's socket monitor.
+      const std::string monitor_ep =
+          "inproc://halite-pub-monitor-" + std::to_string(reinterpret_cast<std::uintptr_t>(this));
+      if (zmq_socket_monitor(pub_->handle(), monitor_ep.c_str(),
+                             ZMQ_EVENT_ACCEPTED | ZMQ_EVENT_DISCONNECTED) == 0) {
+        monitor_ = std::make_unique<zmq::socket_t>(context_, zmq::socket_type::pair);
+        monitor_->set(zmq::sockopt::linger, 0);
+        monitor_->connect(monitor_ep);
+        monitor_watch_ = loop_.Watch(*monitor_, [this] {
+          zmq::message_t event;
+          if (!monitor_->recv(event, zmq::recv_flags::dontwait)) return;
+          zmq::message_t address;
+          if (event.more()) (void)monitor_->recv(address, zmq::recv_flags::dontwait);
+          if (event.size() < 2) return;
+          std::uint16_t id = 0;
+          std::memcpy(&id, event.data(), sizeof id);
+          if (id == ZMQ_EVENT_ACCEPTED) connected_++;
+          if (id == ZMQ_EVENT_DISCONNECTED) connected_--;
+        });
+      }
       loop_.AddShutdownHook([this] {
+        if (monitor_) {
+          loop_.Unwatch(monitor_watch_);
+          zmq_socket_monitor(pub_->handle(), nullptr, 0);
+          monitor_.reset();
+        }
         pub_.reset();
         events_socket_.reset();
       });

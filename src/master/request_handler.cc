@@ -9,6 +9,27 @@ namespace halite::master {
 
 std::string PackPlain(std::string_view text) { return wire::Pack(wire::Value(text)); }
 
+void Counters::CountRequest(std::string_view cmd) {
+  std::size_t index = kCountedCommandCount - 1;
+  for (std::size_t i = 0; i + 1 < kCountedCommandCount; ++i) {
+    if (cmd.rfind(kCountedCommands[i], 0) == 0) {
+      index = i;
+      break;
+    }
+  }
+  requests[index].fetch_add(1, std::memory_order_relaxed);
+}
+
+void Counters::ObserveStoreLatency(std::chrono::steady_clock::duration d) {
+  double seconds = std::chrono::duration<double>(d).count();
+  for (std::size_t i = 0; i < kLatencyBucketCount; ++i) {
+    if (seconds <= kLatencyBuckets[i]) store_latency_buckets[i]++;
+  }
+  store_latency_count++;
+  store_latency_sum_us +=
+      static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(d).count());
+}
+
 void HandleRequest(MasterContext& ctx, std::string body, std::function<void(std::string)> reply) {
   auto bad = [&](std::string_view why) {
     ctx.counters->bad_requests++;
@@ -32,6 +53,7 @@ void HandleRequest(MasterContext& ctx, std::string body, std::function<void(std:
       return;
     }
     const std::string* cmd = load->FindStr("cmd");
+    ctx.counters->CountRequest(cmd ? *cmd : "other");
     if (cmd && *cmd == "_auth") {
       HandleAuth(ctx, *load, version, std::move(reply));
       return;
@@ -137,6 +159,7 @@ void HandleRequest(MasterContext& ctx, std::string body, std::function<void(std:
     reply(wire::Pack(wire::Value(std::move(ct))));
   };
   const std::string* cmd = req.load.FindStr("cmd");
+  ctx.counters->CountRequest(cmd ? *cmd : "other");
   DispatchAes(ctx, cmd ? *cmd : std::string(), std::move(req));
 }
 

@@ -3,8 +3,11 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <functional>
+#include <iterator>
 #include <string>
+#include <string_view>
 
 #include "halite/config/master_config.h"
 #include "halite/jobs/jid.h"
@@ -19,7 +22,22 @@
 
 namespace halite::master {
 
+// Request commands counted by name in /metrics; anything else is "other".
+inline constexpr const char* kCountedCommands[] = {"_auth", "_return", "_pillar", "_minion_event",
+                                                   "_file", "_mine",   "publish", "other"};
+inline constexpr std::size_t kCountedCommandCount = std::size(kCountedCommands);
+// Job cache write latency buckets (seconds, Prometheus "le" bounds).
+inline constexpr double kLatencyBuckets[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+                                             0.1,   0.25,   0.5,   1,    2.5};
+inline constexpr std::size_t kLatencyBucketCount = std::size(kLatencyBuckets);
+
 struct Counters {
+  std::atomic<std::uint64_t> requests[kCountedCommandCount] = {};
+  std::atomic<std::uint64_t> store_latency_buckets[kLatencyBucketCount] = {};
+  std::atomic<std::uint64_t> store_latency_count{0};
+  std::atomic<std::uint64_t> store_latency_sum_us{0};
+  void CountRequest(std::string_view cmd);
+  void ObserveStoreLatency(std::chrono::steady_clock::duration d);
   std::atomic<std::uint64_t> auth_accepted{0};
   std::atomic<std::uint64_t> auth_pending{0};
   std::atomic<std::uint64_t> auth_rejected{0};

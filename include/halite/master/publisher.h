@@ -60,6 +60,8 @@ class Publisher final : public EventSink, public JobPublisher {
 
   std::uint64_t published() const { return published_.load(); }
   std::uint64_t events_fired() const { return events_.load(); }
+  // TCP connections on the publish port right now (minions subscribed here).
+  std::int64_t connected_subscribers() const { return connected_.load(); }
 
  private:
   void SendEvent(const std::string& tag, const wire::Value& data);
@@ -71,9 +73,12 @@ class Publisher final : public EventSink, public JobPublisher {
   const PublisherOptions options_;
   std::unique_ptr<zmq::socket_t> pub_;            // loop thread only
   std::unique_ptr<zmq::socket_t> events_socket_;  // loop thread only
-  std::vector<EventObserver> observers_;          // loop thread only
+  std::unique_ptr<zmq::socket_t> monitor_;        // loop thread only: PUB connection events
+  transport::ZmqLoop::WatchId monitor_watch_ = 0;
+  std::vector<EventObserver> observers_;  // loop thread only
   std::atomic<std::uint64_t> published_{0};
   std::atomic<std::uint64_t> events_{0};
+  std::atomic<std::int64_t> connected_{0};
 };
 
 }  // namespace halite::master
