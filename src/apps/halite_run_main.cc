@@ -6,6 +6,7 @@
 #include "cli_common.h"
 #include "halite/client/local_client.h"
 #include "halite/client/output.h"
+#include "halite/cluster/haproxy_config.h"
 #include "halite/version.h"
 
 namespace {
@@ -18,7 +19,9 @@ void Usage(std::ostream& os) {
         "  jobs.lookup_jid JID     the stored returns of a job\n"
         "  manage.status           test.ping every accepted minion: up and down lists\n"
         "  manage.up / manage.down the minions that answered / did not\n"
-        "  cluster.status          this master's peer links: state, last contact, backlog\n";
+        "  cluster.status          this master's peer links: state, last contact, backlog\n"
+        "  cluster.haproxy_config [bind=IP] [maxconn=N]\n"
+        "                          HAProxy config for this cluster's masters, on stdout\n";
 }
 
 void Print(const Value& doc, halite::client::OutputFormat format) {
@@ -69,6 +72,24 @@ int main(int argc, char** argv) {
   }
   auto cfg = halite::apps::LoadConfigOrComplain("halite-run", config_path);
   if (!cfg) return 78;
+  if (positional[0] == "cluster.haproxy_config") {
+    // Needs no running master: the masters are this one and its cluster_peers.
+    halite::cluster::HaproxyOptions h;
+    for (std::size_t i = 1; i < positional.size(); ++i) {
+      const std::string& a = positional[i];
+      if (a.rfind("bind=", 0) == 0) h.bind_address = a.substr(5);
+      if (a.rfind("maxconn=", 0) == 0) h.maxconn = std::atoi(a.c_str() + 8);
+      if (a.rfind("stats_socket=", 0) == 0) h.stats_socket = a.substr(13);
+    }
+    h.publish_port = cfg->publish_port;
+    h.ret_port = cfg->ret_port;
+    h.health_port = cfg->health_port;
+    h.publish_session = cfg->publish_session;
+    h.masters.push_back({cfg->id, cfg->id});
+    for (const auto& peer : cfg->cluster_peers) h.masters.push_back({peer, peer});
+    std::cout << halite::cluster::RenderHaproxyConfig(h);
+    return 0;
+  }
   auto client = halite::client::LocalClient::Connect(
       {cfg->sock_dir, cfg->cachedir, std::chrono::milliseconds(10000)});
   if (!client.ok()) {
