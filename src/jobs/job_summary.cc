@@ -1,0 +1,46 @@
+#include "halite/jobs/job_summary.h"
+
+#include <string>
+
+#include "halite/jobs/jid.h"
+
+namespace halite::jobs {
+namespace {
+
+std::string StrOr(const wire::Value& load, std::string_view key, std::string_view fallback) {
+  const std::string* value = load.FindStr(key);
+  return value != nullptr ? *value : std::string(fallback);
+}
+
+// tgt is a string, or a list for tgt_type list; anything else is shown as JSON.
+std::string TargetText(const wire::Value* tgt) {
+  if (tgt == nullptr) return "unknown-target";
+  if (const std::string* text = tgt->str()) return *text;
+  if (const wire::Array* list = tgt->array()) {
+    std::string joined;
+    for (const wire::Value& item : *list) {
+      if (!joined.empty()) joined += ',';
+      const std::string* text = item.str();
+      joined += text != nullptr ? *text : item.ToJson();
+    }
+    return joined;
+  }
+  return tgt->ToJson();
+}
+
+}  // namespace
+
+JobSummary SummarizeJob(std::string_view jid, const wire::Value& load) {
+  JobSummary summary;
+  summary.jid = std::string(jid);
+  summary.function = StrOr(load, "fun", "unknown-function");
+  const wire::Value* arg = load.Find("arg");
+  summary.arguments = arg != nullptr && !arg->is_nil() ? *arg : wire::Value::EmptyArray();
+  summary.target = TargetText(load.Find("tgt"));
+  summary.target_type = StrOr(load, "tgt_type", "list");
+  summary.user = StrOr(load, "user", "root");
+  summary.start_time = JidToStartTime(jid);
+  return summary;
+}
+
+}  // namespace halite::jobs
