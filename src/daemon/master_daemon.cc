@@ -75,6 +75,8 @@ struct MasterDaemon::Impl {
   std::atomic<std::int64_t> publisher_loop_beat{0};
 
   void RunHealthChecks();
+  void OnPeerMessage(const std::string& peer, cluster::PeerMessage message);  // cluster loop
+  wire::Value ClusterStatus();
   cluster::HealthReport Health();
   std::string Metrics();
 
@@ -102,12 +104,22 @@ std::string TcpEndpoint(const std::string& interface, int port) {
 }
 
 Result<std::string> LoadOrCreateRootKey(const std::filesystem::path& cachedir) {
+  // Shared by every master of a cluster (cachedir is shared): exactly one creator wins.
   const auto path = cachedir / ".root_key";
-  auto existing = keys::ReadFile(path);
-  if (existing.ok() && wire::Crypticle::FromKeyString(*existing).ok()) return *existing;
-  std::string key = wire::Crypticle::GenerateKeyString();
-  HALITE_RETURN_IF_ERROR(keys::WriteFileAtomic(path, key, 0600));
-  return key;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    auto existing = keys::ReadFile(path);
+    if (existing.ok()) {
+      if (wire::Crypticle::FromKeyString(*existing).ok()) return *existing;
+      spdlog::warn("{} is corrupt; writing a new one", path.string());
+      HALITE_RETURN_IF_ERROR(keys::RemoveFile(path));
+    } else if (existing.error().code != ErrorCode::kNotFound) {
+      return existing.error();
+    }
+    std::string key = wire::Crypticle::GenerateKeyString();
+    HALITE_ASSIGN_OR_RETURN(bool created, keys::CreateFileExclusive(path, key, 0600));
+    if (created) return key;
+  }
+  return Error::Unavailable("cannot settle " + path.string());
 }
 
 // In a cluster a publish goes to this master's minions and, once, to every peer, which
@@ -280,6 +292,81 @@ std::string MasterDaemon::Impl::Metrics() {
   return out;
 }
 
+void MasterDaemon::Impl::OnPeerMessage(const std::string& peer, cluster::PeerMessage message) {
+  if (message.kind == "event") {
+    auto event = wire::UnpackEvent(message.payload);
+    if (!event.ok()) {
+      spdlog::warn("peer {}: malformed event: {}", peer, event.error().message);
+      return;
+    }
+    publisher->FireLocalOnly(std::move(event->tag), std::move(event->data));
+  } else if (message.kind == "publish") {
+    auto body = wire::Unpack(message.payload);
+    const wire::Value* load = body.ok() ? body->Find("load") : nullptr;
+    const std::string* jid = load ? load->FindStr("jid") : nullptr;
+    if (!jid) {
+      spdlog::warn("peer {}: malformed publish", peer);
+      return;
+    }
+    auto now = std::chrono::duration_cast<std::chrono::seconds>(
+                   std::chrono::system_clock::now().time_since_epoch())
+                   .count();
+    auto ts = body->Find("ts") ? body->Find("ts")->int64() : std::nullopt;
+    if (!ts || now - *ts > kMaxForwardedPublishAgeSeconds) {
+      stale_publishes_dropped++;
+      spdlog::warn("peer {}: publish of {} is too old to send to minions; dropped", peer, *jid);
+      return;
+    }
+    if (!recent_forwarded_jid_set.insert(*jid).second) return;  // resent by the peer
+    recent_forwarded_jids.push_back(*jid);
+    if (recent_forwarded_jids.size() > kRecentJidsKept) {
+      recent_forwarded_jid_set.erase(recent_forwarded_jids.front());
+      recent_forwarded_jids.pop_front();
+    }
+    forwarded_publishes++;
+    spdlog::debug("publishing {} forwarded by peer {}", *jid, peer);
+    publisher->Publish(*load);
+  } else if (message.kind == "rotate") {
+    workers->Post([this] {
+      auto key = cluster::ReadClusterAes(shared_pki);
+      if (!key.ok()) {
+        spdlog::error("cluster AES rotation announced but unreadable: {}", key.error().ToString());
+        return;
+      }
+      if (*key != aes->Current()->key_string()) {
+        aes->Rotate(*wire::Crypticle::FromKeyString(*key));
+        spdlog::warn("Rotating cluster AES key (announced by a peer)");
+      }
+    });
+  } else {
+    spdlog::warn("peer {}: unknown message kind '{}'", peer, message.kind);
+  }
+}
+
+wire::Value MasterDaemon::Impl::ClusterStatus() {
+  wire::Array links;
+  for (const auto& link : peers->Status()) {
+    wire::Value v = wire::Value::MapOf({{"id", link.id},
+                                        {"endpoint", link.endpoint},
+                                        {"connected", link.connected},
+                                        {"backlog", link.backlog},
+                                        {"sent", link.sent},
+                                        {"received", link.received},
+                                        {"dropped", link.dropped}});
+    v.Set("last_contact",
+          link.last_contact ? wire::Value(wire::IsoStamp(*link.last_contact)) : wire::Value());
+    if (!link.problem.empty()) v.Set("problem", link.problem);
+    links.push_back(std::move(v));
+  }
+  return wire::Value::MapOf({{"id", config.id},
+                             {"cluster_id", config.cluster_id},
+                             {"peers", wire::Value(std::move(links))},
+                             {"forwarded_publishes", forwarded_publishes.load()},
+                             {"stale_publishes_dropped", stale_publishes_dropped.load()},
+                             {"aes_generation", aes->generation()},
+                             {"connected_minions", publisher->connected_subscribers()}});
+}
+
 MasterDaemon::MasterDaemon(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 MasterDaemon::~MasterDaemon() { Stop(); }
@@ -378,8 +465,34 @@ Result<std::unique_ptr<MasterDaemon>> MasterDaemon::Create(config::MasterConfig 
   pub_options.sign_pub_messages = cfg.sign_pub_messages;
   HALITE_ASSIGN_OR_RETURN(pub_options.sig_hash, wire::ParseSigAlgo(cfg.publish_signing_algorithm));
   pub_options.with_serial = cfg.cluster_id.empty();
-  impl->publisher = std::make_unique<master::Publisher>(impl->zmq_context, *impl->publisher_loop,
-                                                        *impl->aes, master_key, pub_options);
+  impl->publisher = std::make_unique<master::Publisher>(
+      impl->zmq_context, *impl->publisher_loop, *impl->aes, *impl->signing_key, pub_options);
+
+  if (in_cluster) {
+    impl->cluster_loop = std::make_unique<transport::ZmqLoop>("cluster");
+    cluster::PeerChannelOptions peer_options;
+    peer_options.self_id = cfg.id;
+    peer_options.bind_endpoint = cluster::TcpEndpoint(cfg.interface, cfg.cluster_pool_port);
+    for (const auto& peer : cfg.cluster_peers) {
+      peer_options.peers.push_back({peer, cluster::TcpEndpoint(peer, cfg.cluster_pool_port)});
+    }
+    peer_options.cluster_pki_dir = impl->shared_pki;
+    peer_options.keys = *curve;
+    impl->peers = std::make_unique<cluster::PeerChannel>(impl->zmq_context, *impl->cluster_loop,
+                                                         std::move(peer_options));
+    impl->cluster_publisher = std::make_unique<ClusterJobPublisher>(*impl->publisher, *impl->peers);
+    Impl* raw = impl.get();
+    // Every event fired here goes to every peer; events from peers are only published
+    // locally, so nothing is forwarded twice and loops cannot form.
+    impl->publisher->AddEventObserver([raw](const std::string& tag, const wire::Value& data) {
+      if (tag.rfind("halite/probe/", 0) == 0) return;
+      raw->peers->Broadcast(cluster::PeerMessage{"event", wire::PackEvent(tag, data)});
+    });
+    impl->peers->SetHandler([raw](const std::string& peer, cluster::PeerMessage message) {
+      raw->OnPeerMessage(peer, std::move(message));
+    });
+    impl->ctx.cluster_status = [raw]() { return raw->ClusterStatus(); };
+  }
 
   MasterContext& ctx = impl->ctx;
   ctx.config = &impl->config;
