@@ -287,6 +287,79 @@ TEST_F(MasterTest, MineDataIsStoredAndServedToOtherMinions) {
   EXPECT_EQ(empty->ToJson(), "{}");
 }
 
+// Waits until `halite TARGET test.ping` (txt output) lists `expected` lines.
+bool AllAnswer(MasterUnderTest& master, std::size_t expected, std::string* last = nullptr) {
+  return WaitFor(
+      [&] {
+        auto r = master.Cli("halite", {"-t", "3", "--out", "txt", "*", "test.ping"});
+        if (last) *last = r.out + r.err;
+        return r.exit_code == 0 &&
+               static_cast<std::size_t>(std::count(r.out.begin(), r.out.end(), '\n')) == expected;
+      },
+      90s, 500ms);
+}
+
+TEST_F(MasterTest, HaliteMinionsV2AndV3ArePendingThenAcceptedThenAnswerJobs) {
+  MasterUnderTest master(tmp_.path(), Spec("m1"));
+  master.Start();
+  MinionSpec v3;
+  v3.id = "web1";
+  v3.master_ip = master.ip();
+  MinionSpec v2 = v3;
+  v2.id = "old1";
+  v2.protocol = 2;
+  MinionUnderTest web(tmp_.path(), v3);
+  MinionUnderTest old(tmp_.path(), v2);
+  web.Start();
+  old.Start();
+  ASSERT_TRUE(WaitFor([&] {
+    auto l = master.Cli("halite-key", {"-l", "un"});
+    return l.out.find("web1") != std::string::npos && l.out.find("old1") != std::string::npos;
+  })) << master.Cli("halite-key", {"-L"}).out;
+  auto none = master.Cli("halite", {"-t", "2", "*", "test.ping"});
+  EXPECT_NE(none.exit_code, 0);  // nothing accepted yet
+  auto accept = master.Cli("halite-key", {"-A", "--yes"});
+  ASSERT_EQ(accept.exit_code, 0) << accept.out << accept.err;
+  std::string last;
+  ASSERT_TRUE(AllAnswer(master, 2, &last)) << last << web.Log() << old.Log();
+
+  auto echo = master.Cli("halite", {"*", "cmd.run", "echo hi"});
+  ASSERT_EQ(echo.exit_code, 0) << echo.err;
+  EXPECT_EQ(echo.out, "old1:\n    hi\nweb1:\n    hi\n");
+  auto grain =
+      master.Cli("halite", {"--out", "json", "-G", "kernel:Linux", "grains.item", "kernel"});
+  ASSERT_EQ(grain.exit_code, 0) << grain.err;
+  EXPECT_NE(grain.out.find("\"web1\": {\n        \"kernel\": \"Linux\""), std::string::npos)
+      << grain.out;
+  auto listed = master.Cli("halite", {"-L", "web1,nope", "test.echo", "hello"});
+  EXPECT_EQ(listed.out, "web1:\n    hello\n") << listed.err;
+  auto failing = master.Cli("halite", {"web1", "cmd.run_all", "exit 3"});
+  EXPECT_EQ(failing.exit_code, 1) << failing.out;
+  EXPECT_NE(failing.out.find("retcode:\n        3"), std::string::npos) << failing.out;
+  auto missing_fun = master.Cli("halite", {"web1", "no.such"});
+  EXPECT_EQ(missing_fun.exit_code, 1);
+  EXPECT_NE(missing_fun.out.find("'no.such' is not available."), std::string::npos);
+}
+
+TEST_F(MasterTest, MinionsComeBackAfterAMasterRestartWithoutHelp) {
+  MasterSpec spec = Spec("m1", true);
+  auto master = std::make_unique<MasterUnderTest>(tmp_.path(), spec);
+  master->Start();
+  spec.ip = master->ip();
+  MinionSpec ms;
+  ms.id = "web1";
+  ms.master_ip = master->ip();
+  MinionUnderTest web(tmp_.path(), ms);
+  web.Start();
+  ASSERT_TRUE(AllAnswer(*master, 1));
+  ASSERT_EQ(master->Stop(SIGTERM), 0);
+  master = std::make_unique<MasterUnderTest>(tmp_.path(), spec);
+  master->Start();
+  std::string last;
+  EXPECT_TRUE(AllAnswer(*master, 1, &last)) << last << web.Log();
+  EXPECT_TRUE(web.Alive());
+}
+
 TEST_F(MasterTest, RestartKeepsKeysAndJobHistory) {
   std::string jid;
   MasterSpec spec = Spec("m1", true);
