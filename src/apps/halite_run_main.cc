@@ -1,6 +1,9 @@
 // halite-run: runners against the local master, as salt-run.
 //   halite-run [-c CONFIG] [--out json|yaml|nested] [-t SECS] FUNCTION [ARG ...]
 //   jobs.list_jobs | jobs.lookup_jid JID | manage.status | manage.up | manage.down
+#include <sys/resource.h>
+
+#include <algorithm>
 #include <iostream>
 
 #include "cli_common.h"
@@ -75,6 +78,11 @@ int main(int argc, char** argv) {
   if (positional[0] == "cluster.haproxy_config") {
     // Needs no running master: the masters are this one and its cluster_peers.
     halite::cluster::HaproxyOptions h;
+    // HAProxy needs two descriptors per connection: keep maxconn within this host's limit.
+    rlimit lim{};
+    if (getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_max != RLIM_INFINITY) {
+      h.maxconn = std::min<int>(h.maxconn, static_cast<int>((lim.rlim_max - 100) / 2));
+    }
     for (std::size_t i = 1; i < positional.size(); ++i) {
       const std::string& a = positional[i];
       if (a.rfind("bind=", 0) == 0) h.bind_address = a.substr(5);

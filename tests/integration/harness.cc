@@ -10,6 +10,8 @@
 #include <iostream>
 #include <sstream>
 #include <thread>
+
+using namespace std::chrono_literals;
 #include <zmq.hpp>
 
 #include "halite/wire/msgpack.h"
@@ -168,6 +170,13 @@ bool WaitFor(const std::function<bool()>& condition, std::chrono::milliseconds t
 
 MasterUnderTest::MasterUnderTest(const std::filesystem::path& root, MasterSpec spec)
     : dir_(root / spec.id), spec_(std::move(spec)) {
+  std::filesystem::create_directories(dir_);
+  if (spec_.shared_via_link) {
+    std::filesystem::create_directories(spec_.shared_dir);
+    std::error_code ec;
+    std::filesystem::remove(dir_ / "shared-link", ec);
+    std::filesystem::create_directory_symlink(spec_.shared_dir, dir_ / "shared-link");
+  }
   if (spec_.ip.empty()) spec_.ip = UniqueLoopbackIp();
   std::filesystem::remove(dir_ / "sock" / "halite_req.ipc");
   config_ = dir_ / "master.conf";
@@ -176,11 +185,10 @@ MasterUnderTest::MasterUnderTest(const std::filesystem::path& root, MasterSpec s
     << "interface: " << spec_.ip << "\n"
     << "publish_port: 4505\nret_port: 4506\n"
     << "pki_dir: " << (dir_ / "pki").string() << "\n"
-    << "cachedir: "
-    << (spec_.shared_dir.empty() ? dir_ / "cache" : spec_.shared_dir / "cache").string() << "\n"
+    << "cachedir: " << (SharedRoot() / "cache").string() << "\n"
     << "sock_dir: " << (dir_ / "sock").string() << "\n"
     << "log_level: debug\n"
-    << "health_port: 0\n"
+    << "health_port: " << spec_.health_port << "\n"
     << "loop_interval: 1\n"
     << "auto_accept: " << (spec_.auto_accept ? "true" : "false") << "\n"
     << "pillar_roots:\n  base: [" << (dir_ / "pillar").string() << "]\n"
@@ -188,7 +196,7 @@ MasterUnderTest::MasterUnderTest(const std::filesystem::path& root, MasterSpec s
     << spec_.extra_yaml << "\n";
   if (!spec_.cluster_id.empty()) {
     c << "cluster_id: " << spec_.cluster_id << "\n"
-      << "cluster_pki_dir: " << (spec_.shared_dir / "pki").string() << "\n"
+      << "cluster_pki_dir: " << (SharedRoot() / "pki").string() << "\n"
       << "cluster_peers:\n";
     for (const auto& peer : spec_.cluster_peers) c << "  - " << peer << "\n";
   }
@@ -236,6 +244,49 @@ void MasterUnderTest::WaitReady() {
     std::abort();
   }
 }
+
+std::filesystem::path MasterUnderTest::SharedRoot() const {
+  if (spec_.shared_dir.empty()) return dir_;
+  return spec_.shared_via_link ? dir_ / "shared-link" : spec_.shared_dir;
+}
+
+void MasterUnderTest::BreakSharedDir() {
+  std::filesystem::remove(dir_ / "shared-link");
+  std::filesystem::create_directory_symlink(dir_ / "no-such-dir", dir_ / "shared-link");
+}
+
+HaproxyUnderTest::HaproxyUnderTest(const std::filesystem::path& root, MasterUnderTest& any_master,
+                                   const std::string& front_ip)
+    : dir_(root / "haproxy"), front_ip_(front_ip) {
+  auto generated =
+      any_master.Cli("halite-run", {"cluster.haproxy_config", "bind=" + front_ip, "maxconn=2000"});
+  if (generated.exit_code != 0) {
+    std::cerr << "cannot generate the HAProxy config: " << generated.err << std::endl;
+    std::abort();
+  }
+  WriteFile(dir_ / "haproxy.cfg", generated.out);
+}
+
+HaproxyUnderTest::~HaproxyUnderTest() {
+  if (process_) process_->Stop(SIGKILL);
+}
+
+void HaproxyUnderTest::Start() {
+  process_ = std::make_unique<Process>(
+      std::vector<std::string>{"/usr/sbin/haproxy", "-db", "-f", (dir_ / "haproxy.cfg").string()},
+      dir_ / "haproxy.log");
+  bool listening = WaitFor([&] {
+    if (!process_->Alive()) return true;
+    auto r = Run({"/bin/bash", "-c", "exec 3<>/dev/tcp/" + front_ip_ + "/4506"}, 5s);
+    return r.exit_code == 0;
+  });
+  if (!listening || !process_->Alive()) {
+    std::cerr << "haproxy did not start:\n" << Log() << std::endl;
+    std::abort();
+  }
+}
+
+std::string HaproxyUnderTest::Log() const { return ReadFileOrEmpty(dir_ / "haproxy.log"); }
 
 int MasterUnderTest::Stop(int sig) { return process_ ? process_->Stop(sig) : -1; }
 void MasterUnderTest::Kill() {

@@ -76,6 +76,10 @@ struct MasterSpec {
   std::string cluster_id;
   std::vector<std::string> cluster_peers;
   std::filesystem::path shared_dir;
+  // Reach shared_dir through a symlink in the master's own dir, so a test can make the
+  // shared folder vanish for this master alone (BreakSharedDir).
+  bool shared_via_link = false;
+  int health_port = 0;
 };
 
 // One halite-master with its own dirs under `root`.
@@ -95,11 +99,14 @@ class MasterUnderTest {
   const std::filesystem::path& dir() const { return dir_; }
   const std::string& ip() const { return spec_.ip; }
   std::string Log() const;
+  // Points this master's link to the shared folder at nothing (shared_via_link only).
+  void BreakSharedDir();
   // halite / halite-key / halite-run against this master.
   CommandResult Cli(const std::string& tool, const std::vector<std::string>& args,
                     std::chrono::milliseconds timeout = std::chrono::seconds(60));
 
  private:
+  std::filesystem::path SharedRoot() const;
   std::filesystem::path dir_;
   std::filesystem::path config_;
   MasterSpec spec_;
@@ -112,6 +119,22 @@ struct MinionSpec {
   int master_port = 4506;
   int protocol = 3;
   std::string extra_yaml;
+};
+
+// HAProxy in front of masters, from `halite-run cluster.haproxy_config`.
+class HaproxyUnderTest {
+ public:
+  HaproxyUnderTest(const std::filesystem::path& root, MasterUnderTest& any_master,
+                   const std::string& front_ip);
+  ~HaproxyUnderTest();
+  void Start();
+  const std::string& ip() const { return front_ip_; }
+  std::string Log() const;
+
+ private:
+  std::filesystem::path dir_;
+  std::string front_ip_;
+  std::unique_ptr<Process> process_;
 };
 
 // One halite-minion process with its own pki dir.

@@ -1,0 +1,122 @@
+// A cluster behind a real HAProxy, as operators run it (issue: HAProxy front, deliver 4).
+#include <gtest/gtest.h>
+
+#include <future>
+
+#include "harness.h"
+
+namespace halite::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+class HaproxyTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    front_ = UniqueLoopbackIp();
+    for (int i = 0; i < 3; ++i) ips_.push_back(UniqueLoopbackIp());
+    for (int i = 0; i < 3; ++i) {
+      MasterSpec spec;
+      spec.id = ips_[i];
+      spec.ip = ips_[i];
+      spec.auto_accept = true;
+      spec.cluster_id = "c1";
+      spec.shared_dir = tmp_.path() / "shared";
+      spec.shared_via_link = true;
+      spec.health_port = 4510;
+      for (int j = 0; j < 3; ++j) {
+        if (j != i) spec.cluster_peers.push_back(ips_[j]);
+      }
+      masters_.push_back(std::make_unique<MasterUnderTest>(tmp_.path(), spec));
+    }
+    for (auto& m : masters_) m->StartAsync();
+    for (auto& m : masters_) m->WaitReady();
+    haproxy_ = std::make_unique<HaproxyUnderTest>(tmp_.path(), *masters_[0], front_);
+    haproxy_->Start();
+    for (int i = 0; i < 4; ++i) {
+      MinionSpec spec;
+      spec.id = "web" + std::to_string(i);
+      spec.master_ip = front_;
+      minions_.push_back(std::make_unique<MinionUnderTest>(tmp_.path(), spec));
+      minions_.back()->Start();
+    }
+  }
+
+  // `halite` on `master` until every minion answers (the cluster and HAProxy are wired).
+  bool AllAnswer(MasterUnderTest& master, const std::vector<std::string>& fun, std::string* last,
+                 std::chrono::seconds timeout = 90s) {
+    return WaitFor(
+        [&] {
+          std::vector<std::string> args{"-t", "5", "--out", "txt", "web*"};
+          args.insert(args.end(), fun.begin(), fun.end());
+          auto r = master.Cli("halite", args);
+          *last = r.out + r.err;
+          return r.exit_code == 0 && std::count(r.out.begin(), r.out.end(), '\n') == 4;
+        },
+        timeout, 500ms);
+  }
+
+  TempDir tmp_;
+  std::string front_;
+  std::vector<std::string> ips_;
+  std::vector<std::unique_ptr<MasterUnderTest>> masters_;
+  std::unique_ptr<HaproxyUnderTest> haproxy_;
+  std::vector<std::unique_ptr<MinionUnderTest>> minions_;
+};
+
+TEST_F(HaproxyTest, MinionsThroughHaproxyAnswerJobsFromAnyMaster) {
+  std::string last;
+  ASSERT_TRUE(AllAnswer(*masters_[0], {"test.ping"}, &last)) << last << haproxy_->Log();
+  for (auto& master : masters_) {
+    auto r = master->Cli("halite", {"--out", "txt", "web*", "test.echo", master->ip()});
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    for (int i = 0; i < 4; ++i) {
+      EXPECT_NE(r.out.find("web" + std::to_string(i) + ": " + master->ip()), std::string::npos)
+          << r.out;
+    }
+  }
+}
+
+TEST_F(HaproxyTest, KillingAMasterMidJobLosesNoReturn) {
+  std::string last;
+  ASSERT_TRUE(AllAnswer(*masters_[0], {"test.ping"}, &last)) << last;
+  // The job runs 5 s on every minion; master 2 dies during it. Its minions reconnect
+  // through HAProxy and their returns still reach the CLI on master 1.
+  auto cli = std::async(std::launch::async, [&] {
+    return masters_[0]->Cli("halite", {"-t", "15", "--out", "txt", "web*", "test.sleep", "5"},
+                            180s);
+  });
+  ASSERT_TRUE(WaitFor([&] {
+    auto jobs = masters_[0]->Cli("halite-run", {"--out", "json", "jobs.list_jobs"});
+    return jobs.out.find("test.sleep") != std::string::npos;
+  }));
+  masters_[1]->Kill();
+  auto r = cli.get();
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 4) << r.out;
+  EXPECT_EQ(r.out.find("did not return"), std::string::npos) << r.out;
+}
+
+TEST_F(HaproxyTest, MasterThatLosesTheSharedDirIsDrainedAndNothingIsLost) {
+  std::string last;
+  ASSERT_TRUE(AllAnswer(*masters_[0], {"test.ping"}, &last)) << last;
+  auto healthy = halite::testing::Run({"/usr/bin/curl", "-s", "-o", "/dev/null", "-w",
+                                       "%{http_code}", "http://" + ips_[2] + ":4510/health"});
+  EXPECT_EQ(healthy.out, "200");
+  masters_[2]->BreakSharedDir();
+  ASSERT_TRUE(WaitFor([&] {
+    auto r = halite::testing::Run({"/usr/bin/curl", "-s", "-o", "/dev/null", "-w", "%{http_code}",
+                                   "http://" + ips_[2] + ":4510/health"});
+    return r.out == "503";
+  })) << "master 3 stayed healthy without its shared directory";
+  // HAProxy drains master 3; its minions move to the others and every job still returns.
+  EXPECT_TRUE(AllAnswer(*masters_[0], {"test.echo", "moved"}, &last)) << last;
+  auto job = masters_[1]->Cli("halite", {"-v", "--out", "txt", "web*", "test.echo", "after"});
+  ASSERT_EQ(job.exit_code, 0) << job.out << job.err;
+  std::string jid = job.out.substr(job.out.find("jid ") + 4, 20);
+  auto stored = masters_[0]->Cli("halite-run", {"--out", "txt", "jobs.lookup_jid", jid});
+  EXPECT_EQ(std::count(stored.out.begin(), stored.out.end(), '\n'), 4) << stored.out;
+}
+
+}  // namespace
+}  // namespace halite::testing
