@@ -1,10 +1,12 @@
 #include "harness.h"
 
 #include <fcntl.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <stdexcept>
 #include <cstring>
 #include <fstream>
 #include <iostream>
@@ -72,6 +74,8 @@ pid_t Spawn(const std::vector<std::string>& argv, int out_fd, int err_fd) {
     int devnull = ::open("/dev/null", O_RDONLY);
     ::dup2(devnull, 0);
     ::setpgid(0, 0);
+    // Children die with the test process, even when it is killed by a timeout.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     std::vector<char*> args;
     for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
@@ -241,7 +245,7 @@ void MasterUnderTest::WaitReady() {
   });
   if (!ready || !process_->Alive()) {
     std::cerr << "master " << spec_.id << " did not start:\n" << Log() << std::endl;
-    std::abort();
+    throw std::runtime_error("harness: see the output above");
   }
 }
 
@@ -262,7 +266,7 @@ HaproxyUnderTest::HaproxyUnderTest(const std::filesystem::path& root, MasterUnde
       any_master.Cli("halite-run", {"cluster.haproxy_config", "bind=" + front_ip, "maxconn=2000"});
   if (generated.exit_code != 0) {
     std::cerr << "cannot generate the HAProxy config: " << generated.err << std::endl;
-    std::abort();
+    throw std::runtime_error("harness: see the output above");
   }
   WriteFile(dir_ / "haproxy.cfg", generated.out);
 }
@@ -282,7 +286,7 @@ void HaproxyUnderTest::Start() {
   });
   if (!listening || !process_->Alive()) {
     std::cerr << "haproxy did not start:\n" << Log() << std::endl;
-    std::abort();
+    throw std::runtime_error("harness: see the output above");
   }
 }
 
