@@ -32,51 +32,24 @@ std::string RenderHaproxyConfig(const HaproxyOptions& o) {
        "    timeout check 2s\n"
        "    # A master whose /health fails is taken out after 2 checks and its sessions are\n"
        "    # cut, so its minions reconnect to the others at once.\n"
-       "    default-server inter 1s fall 2 rise 2 on-marked-down shutdown-sessions\n"
-       "\n"
-       "# Publish side: minions hold one long SUB connection; keep it for publish_session.\n"
-       "frontend halite_publish\n"
-       "    bind "
-    << HostPort(o.bind_address, o.publish_port)
-    << "\n"
-       "    timeout client "
-    << o.publish_session.count()
-    << "s\n"
-       "    default_backend halite_publish\n"
-       "\n"
-       "backend halite_publish\n"
-       "    balance leastconn\n"
-       "    timeout server "
-    << o.publish_session.count()
-    << "s\n"
-       "    option httpchk GET /health\n"
-       "    http-check expect status 200\n";
-  for (const auto& m : o.masters) {
-    c << "    server " << m.id << " " << HostPort(m.address, pub_port) << " check port "
-      << o.health_port << "\n";
-  }
-  c << "\n"
-       "# Request side: auth, returns, pillar, files; any master can answer any request.\n"
-       "frontend halite_request\n"
-       "    bind "
-    << HostPort(o.bind_address, o.ret_port)
-    << "\n"
-       "    timeout client "
-    << o.request_timeout.count()
-    << "s\n"
-       "    default_backend halite_request\n"
-       "\n"
-       "backend halite_request\n"
-       "    balance leastconn\n"
-       "    timeout server "
-    << o.request_timeout.count()
-    << "s\n"
-       "    option httpchk GET /health\n"
-       "    http-check expect status 200\n";
-  for (const auto& m : o.masters) {
-    c << "    server " << m.id << " " << HostPort(m.address, req_port) << " check port "
-      << o.health_port << "\n";
-  }
+       "    default-server inter 1s fall 2 rise 2 on-marked-down shutdown-sessions\n";
+  // One front end and its backend per side; both check the masters' /health.
+  auto side = [&](const char* comment, const char* name, std::uint16_t front_port,
+                  std::uint16_t backend_port, std::chrono::seconds timeout) {
+    c << "\n# " << comment << "\nfrontend " << name << "\n    bind "
+      << HostPort(o.bind_address, front_port) << "\n    timeout client " << timeout.count()
+      << "s\n    default_backend " << name << "\n\nbackend " << name
+      << "\n    balance leastconn\n    timeout server " << timeout.count()
+      << "s\n    option httpchk GET /health\n    http-check expect status 200\n";
+    for (const auto& m : o.masters) {
+      c << "    server " << m.id << " " << HostPort(m.address, backend_port) << " check port "
+        << o.health_port << "\n";
+    }
+  };
+  side("Publish side: minions hold one long SUB connection; keep it for publish_session.",
+       "halite_publish", o.publish_port, pub_port, o.publish_session);
+  side("Request side: auth, returns, pillar, files; any master can answer any request.",
+       "halite_request", o.ret_port, req_port, o.request_timeout);
   return c.str();
 }
 
