@@ -67,10 +67,9 @@ struct MasterDaemon::Impl {
   std::thread health_checker;
   std::mutex health_mu;
   std::condition_variable health_cv;
-  bool health_stop = false;                                  // guarded by health_mu
-  std::vector<std::string> health_problems;                  // guarded by health_mu
-  std::chrono::steady_clock::time_point health_checked_at;   // guarded by health_mu
-  std::chrono::steady_clock::time_point health_check_began;  // guarded by health_mu
+  bool health_stop = false;                                 // guarded by health_mu
+  std::vector<std::string> health_problems;                 // guarded by health_mu
+  std::chrono::steady_clock::time_point health_checked_at;  // guarded by health_mu
   std::atomic<std::int64_t> request_loop_beat{0};
   std::atomic<std::int64_t> publisher_loop_beat{0};
 
@@ -179,7 +178,6 @@ void MasterDaemon::Impl::RunHealthChecks() {
   pthread_setname_np(pthread_self(), "health-check");
   std::unique_lock lock(health_mu);
   while (!health_stop) {
-    health_check_began = std::chrono::steady_clock::now();
     lock.unlock();
     std::vector<std::string> problems;
     if (auto p = ProbeDirectory(shared_pki, config.id)) problems.push_back(*p);
