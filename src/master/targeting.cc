@@ -20,19 +20,7 @@ Result<Resolved> ResolveTargets(MasterContext& ctx, const wire::Value& tgt,
     if (matched) out.minions.push_back(id);
   }
   if (tgt_type == "list") {
-    std::vector<std::string> wanted;
-    if (const wire::Array* a = tgt.array()) {
-      for (const auto& v : *a) {
-        if (const std::string* s = v.str()) wanted.push_back(*s);
-      }
-    } else if (const std::string* s = tgt.str()) {
-      std::size_t start = 0;
-      while (start <= s->size()) {
-        std::size_t comma = std::min(s->find(',', start), s->size());
-        if (comma > start) wanted.push_back(s->substr(start, comma - start));
-        start = comma + 1;
-      }
-    }
+    std::vector<std::string> wanted = wire::TargetListItems(tgt);
     for (const auto& w : wanted) {
       if (!std::binary_search(accepted.begin(), accepted.end(), w)) out.missing.push_back(w);
     }

@@ -19,7 +19,7 @@ Result<bool> RegexFullMatch(const std::string& pattern, std::string_view text) {
   }
 }
 
-std::vector<std::string> SplitList(const Value& tgt) {
+std::vector<std::string> SplitListImpl(const Value& tgt) {
   std::vector<std::string> out;
   if (const Array* a = tgt.array()) {
     for (const Value& v : *a) {
@@ -166,7 +166,7 @@ class CompoundParser {
         case 'E':
           return RegexFullMatch(rest, ctx_.id);
         case 'L': {
-          for (const auto& item : SplitList(Value(rest))) {
+          for (const auto& item : SplitListImpl(Value(rest))) {
             if (item == ctx_.id) return true;
           }
           return false;
@@ -213,6 +213,8 @@ std::vector<std::string> TokenizeCompound(const std::string& expr) {
 
 }  // namespace
 
+std::vector<std::string> TargetListItems(const Value& tgt) { return SplitListImpl(tgt); }
+
 bool GlobMatch(std::string_view pattern, std::string_view text) {
   return fnmatch(std::string(pattern).c_str(), std::string(text).c_str(), 0) == 0;
 }
@@ -242,7 +244,7 @@ Result<bool> MatchTarget(const Value& tgt, std::string_view tgt_type, const Targ
     return RegexFullMatch(*text, ctx.id);
   }
   if (tgt_type == "list") {
-    for (const auto& item : SplitList(tgt)) {
+    for (const auto& item : SplitListImpl(tgt)) {
       if (item == ctx.id) return true;
     }
     return false;

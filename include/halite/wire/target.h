@@ -5,6 +5,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "halite/common/result.h"
 #include "halite/wire/msgpack.h"
@@ -23,6 +24,9 @@ struct TargetContext {
 // Error::InvalidArgument for an unknown target type, a bad regex or a malformed compound
 // expression; otherwise whether the minion matches.
 Result<bool> MatchTarget(const Value& tgt, std::string_view tgt_type, const TargetContext& ctx);
+
+// The ids of a list target: a list of strings, or one comma-separated string (items trimmed).
+std::vector<std::string> TargetListItems(const Value& tgt);
 
 // Salt's fnmatch-style glob (*, ?, [seq], [!seq]), case-sensitive.
 bool GlobMatch(std::string_view pattern, std::string_view text);
