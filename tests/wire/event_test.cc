@@ -5,18 +5,10 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "halite/wire/encoding.h"
+
 namespace halite::wire {
 namespace {
-
-std::string Hex(std::string_view bytes) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned char c : bytes) {
-    out.push_back(kHex[c >> 4]);
-    out.push_back(kHex[c & 0xf]);
-  }
-  return out;
-}
 
 Value FromJson(const nlohmann::ordered_json& j) {
   if (j.is_null()) return Value();
@@ -41,8 +33,8 @@ TEST(EventTest, PackedEventsAndFramesMatchSalt) {
   for (const auto& e : vectors["events"]) {
     SCOPED_TRACE(e["tag"].get<std::string>());
     std::string packed = PackEvent(e["tag"].get<std::string>(), FromJson(e["data"]));
-    EXPECT_EQ(Hex(packed), e["packed_hex"].get<std::string>());
-    EXPECT_EQ(Hex(FrameEvent(packed)), e["pull_side_frame_hex"].get<std::string>());
+    EXPECT_EQ(HexEncode(packed), e["packed_hex"].get<std::string>());
+    EXPECT_EQ(HexEncode(FrameEvent(packed)), e["pull_side_frame_hex"].get<std::string>());
     auto back = UnpackEvent(packed);
     ASSERT_TRUE(back.ok()) << back.error().ToString();
     EXPECT_EQ(back->tag, e["tag"].get<std::string>());

@@ -5,26 +5,10 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "halite/wire/encoding.h"
+
 namespace halite::wire {
 namespace {
-
-std::string Unhex(std::string_view hex) {
-  std::string out;
-  for (std::size_t i = 0; i + 1 < hex.size(); i += 2) {
-    out.push_back(static_cast<char>(std::stoi(std::string(hex.substr(i, 2)), nullptr, 16)));
-  }
-  return out;
-}
-
-std::string Hex(std::string_view bytes) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned char c : bytes) {
-    out.push_back(kHex[c >> 4]);
-    out.push_back(kHex[c & 0xf]);
-  }
-  return out;
-}
 
 nlohmann::json LoadVectors() {
   std::ifstream in(std::string(HALITE_TEST_DATA_DIR) + "/vectors/msgpack.json");
@@ -45,7 +29,8 @@ Value FromJson(const nlohmann::json& j) {
     for (const auto& e : j) a.push_back(FromJson(e));
     return Value(std::move(a));
   }
-  if (j.size() == 1 && j.contains("hex")) return Value::Bin(Unhex(j["hex"].get<std::string>()));
+  if (j.size() == 1 && j.contains("hex"))
+    return Value::Bin(*HexDecode(j["hex"].get<std::string>()));
   if (j.size() == 1 && j.contains("bigint")) return Value(j["bigint"].get<std::string>());
   if (j.size() == 1 && j.contains("datetime")) {
     std::string iso = j["datetime"].get<std::string>();  // 2025-01-02T03:04:05.678901
@@ -63,8 +48,9 @@ TEST(MsgpackTest, EveryVectorPacksByteExactInBothModes) {
   for (const auto& c : vectors["cases"]) {
     SCOPED_TRACE(c["name"].get<std::string>());
     Value v = FromJson(c["value"]);
-    EXPECT_EQ(Hex(Pack(v, Packing::kWire)), c["wire_use_bin_type_false_hex"].get<std::string>());
-    EXPECT_EQ(Hex(Pack(v, Packing::kBinType)),
+    EXPECT_EQ(HexEncode(Pack(v, Packing::kWire)),
+              c["wire_use_bin_type_false_hex"].get<std::string>());
+    EXPECT_EQ(HexEncode(Pack(v, Packing::kBinType)),
               c["ipc_file_use_bin_type_true_hex"].get<std::string>());
   }
 }
@@ -74,12 +60,12 @@ TEST(MsgpackTest, EveryVectorRoundTripsThroughUnpack) {
   for (const auto& c : vectors["cases"]) {
     SCOPED_TRACE(c["name"].get<std::string>());
     for (const char* field : {"wire_use_bin_type_false_hex", "ipc_file_use_bin_type_true_hex"}) {
-      std::string bytes = Unhex(c[field].get<std::string>());
+      std::string bytes = *HexDecode(c[field].get<std::string>());
       auto v = Unpack(bytes);
       ASSERT_TRUE(v.ok()) << v.error().ToString();
       EXPECT_EQ(*v, FromJson(c["value"]));
       Packing mode = std::string(field).starts_with("wire") ? Packing::kWire : Packing::kBinType;
-      EXPECT_EQ(Hex(Pack(*v, mode)), Hex(bytes));
+      EXPECT_EQ(HexEncode(Pack(*v, mode)), HexEncode(bytes));
     }
   }
 }
