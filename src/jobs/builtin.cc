@@ -1,14 +1,16 @@
 // The whole list of job cache backends. No static self-registration (STYLE.md, Backends).
 #include "halite/jobs/job_cache_registry.h"
 #include "halite/jobs/local_job_cache.h"
+#ifdef HALITE_WITH_POSTGRES
+#include "halite/jobs/postgres_job_cache.h"
+#endif
 
 namespace halite::jobs {
 
 void RegisterBuiltinJobCaches(JobCacheRegistry& registry) {
   registry.Register("local_cache", &CreateLocalJobCache);
 #ifdef HALITE_WITH_POSTGRES
-  // The PostgreSQL backend registers here, as "postgres" (postgres_job_cache{.h,.cc,_factory.cc}):
-  // registry.Register("postgres", &CreatePostgresJobCache);
+  registry.Register("postgres", &CreatePostgresJobCache);
 #endif
 }
 

@@ -16,6 +16,9 @@
 #include "halite/jobs/job_cache.h"
 #include "halite/jobs/local_job_cache.h"
 #include "job_cache_testing.h"
+#ifdef HALITE_WITH_POSTGRES
+#include "postgres_testing.h"
+#endif
 
 namespace halite::jobs {
 namespace {
@@ -77,10 +80,14 @@ std::vector<JobCacheUnderTest> AvailableJobCaches() {
          return MakeLocal(dir, LocalJobCacheOptions::FsyncMode::kSyncfs, 2, FilePaths::kLinkOnly);
        }},
   };
-  if (std::getenv("HALITE_TEST_PG_DSN") != nullptr) {
-    // TODO(postgres): the PostgreSQL backend adds {"postgres", ...} here: a fresh schema per
-    // instance on the server named by HALITE_TEST_PG_DSN (the directory is unused).
-  }
+#ifdef HALITE_WITH_POSTGRES
+  // A real server: HALITE_TEST_PG_DSN's, or one this process starts (postgres_testing.h); a
+  // fresh schema per instance. The directory is unused.
+  backends.push_back({"postgres", [](const std::filesystem::path&) {
+                        return std::unique_ptr<JobCache>(
+                            testing::OpenPg(testing::PgOptions(testing::SharedPgDsn())));
+                      }});
+#endif
   return backends;
 }
 

@@ -1,0 +1,645 @@
+#include "halite/jobs/postgres_job_cache.h"
+
+#include <pthread.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <string_view>
+#include <tuple>
+#include <utility>
+
+#include "halite/jobs/job_summary.h"
+#include "halite/wire/msgpack.h"
+#include "pg_connection.h"
+
+namespace halite::jobs {
+namespace {
+
+constexpr unsigned kTextOid = 25;
+
+// The schema, one entry per version: entry i takes version i to i + 1. Never edit a released
+// entry; add one. "%s" stands for the quoted schema name.
+const std::vector<std::vector<std::string_view>>& Migrations() {
+  static const std::vector<std::vector<std::string_view>> migrations = {
+      {
+          R"(CREATE TABLE %s.jobs (
+               jid text COLLATE "C" PRIMARY KEY,
+               load bytea NOT NULL,
+               fun text,
+               master_id text NOT NULL,
+               created timestamptz NOT NULL))",
+          R"(CREATE INDEX jobs_created_idx ON %s.jobs (created))",
+          R"(CREATE TABLE %s.job_minions (
+               jid text COLLATE "C" NOT NULL,
+               minion_id text COLLATE "C" NOT NULL,
+               PRIMARY KEY (jid, minion_id)))",
+          R"(CREATE TABLE %s.returns (
+               jid text COLLATE "C" NOT NULL,
+               minion_id text COLLATE "C" NOT NULL,
+               ret bytea NOT NULL,
+               retcode bigint,
+               success boolean,
+               out text NOT NULL DEFAULT '',
+               fun text,
+               master_id text NOT NULL,
+               stored timestamptz NOT NULL,
+               PRIMARY KEY (jid, minion_id)))",
+          R"(CREATE INDEX returns_stored_idx ON %s.returns (stored))",
+          R"(CREATE TABLE %s.masters (
+               master_id text PRIMARY KEY,
+               seen timestamptz NOT NULL))",
+      },
+  };
+  return migrations;
+}
+
+std::string WithSchema(std::string_view sql, std::string_view schema) {
+  std::string out;
+  out.reserve(sql.size() + 64);
+  for (std::size_t i = 0; i < sql.size(); ++i) {
+    if (sql[i] == '%' && i + 1 < sql.size() && sql[i + 1] == 's') {
+      out += schema;
+      ++i;
+    } else {
+      out += sql[i];
+    }
+  }
+  return out;
+}
+
+bool ValidSchemaName(std::string_view name) {
+  if (name.empty() || name.size() > 63) return false;
+  if (!(name[0] == '_' || (name[0] >= 'a' && name[0] <= 'z'))) return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return c == '_' || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+  });
+}
+
+// PostgreSQL text: valid UTF-8 (the database encoding we require) without NUL.
+bool ValidText(std::string_view s) {
+  std::size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c == 0) return false;
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    std::size_t n = 0;
+    std::uint32_t cp = 0;
+    if ((c & 0xE0) == 0xC0) {
+      n = 1;
+      cp = c & 0x1F;
+    } else if ((c & 0xF0) == 0xE0) {
+      n = 2;
+      cp = c & 0x0F;
+    } else if ((c & 0xF8) == 0xF0) {
+      n = 3;
+      cp = c & 0x07;
+    } else {
+      return false;
+    }
+    for (std::size_t k = 1; k <= n; ++k) {
+      if (i + k >= s.size()) return false;
+      const auto cc = static_cast<unsigned char>(s[i + k]);
+      if ((cc & 0xC0) != 0x80) return false;
+      cp = (cp << 6) | (cc & 0x3F);
+    }
+    if ((n == 1 && cp < 0x80) || (n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) ||
+        cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
+      return false;
+    }
+    i += n + 1;
+  }
+  return true;
+}
+
+std::string ReturnKey(std::string_view jid, std::string_view minion) {
+  std::string key(jid);
+  key.push_back('\0');
+  key.append(minion);
+  return key;
+}
+
+}  // namespace
+
+// Connections for everything but the writer. Acquire blocks while all are in use.
+class PostgresJobCache::Pool {
+ public:
+  Pool(std::string dsn, std::size_t size, std::chrono::milliseconds connect_timeout)
+      : dsn_(std::move(dsn)), size_(size), connect_timeout_(connect_timeout) {}
+
+  // Gives the connection back on destruction (dropped when broken).
+  class Lease {
+   public:
+    Lease(Pool* pool, std::unique_ptr<PgConnection> conn) : pool_(pool), conn_(std::move(conn)) {}
+    Lease(Lease&& other) noexcept = default;
+    ~Lease() {
+      if (pool_ != nullptr && conn_ != nullptr) pool_->Release(std::move(conn_));
+    }
+    PgConnection& operator*() const { return *conn_; }
+    PgConnection* operator->() const { return conn_.get(); }
+
+   private:
+    Pool* pool_;
+    std::unique_ptr<PgConnection> conn_;
+  };
+
+  Result<Lease> Acquire(std::chrono::steady_clock::time_point deadline) {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (!cv_.wait_until(lock, deadline, [&] { return !idle_.empty() || open_ < size_; })) {
+      return Error::DeadlineExceeded("postgres: every pooled connection is busy");
+    }
+    if (!idle_.empty()) {
+      std::unique_ptr<PgConnection> conn = std::move(idle_.back());
+      idle_.pop_back();
+      return Lease(this, std::move(conn));
+    }
+    ++open_;
+    lock.unlock();
+    auto conn = PgConnection::Connect(
+        dsn_, std::min(deadline, std::chrono::steady_clock::now() + connect_timeout_));
+    if (!conn.ok()) {
+      lock.lock();
+      --open_;
+      cv_.notify_one();
+      return conn.error();
+    }
+    return Lease(this, std::move(conn).value());
+  }
+
+ private:
+  void Release(std::unique_ptr<PgConnection> conn) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (conn->broken()) {
+      --open_;
+    } else {
+      idle_.push_back(std::move(conn));
+    }
+    cv_.notify_one();
+  }
+
+  const std::string dsn_;
+  const std::size_t size_;
+  const std::chrono::milliseconds connect_timeout_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<std::unique_ptr<PgConnection>> idle_ HALITE_GUARDED_BY(mu_);
+  std::size_t open_ HALITE_GUARDED_BY(mu_) = 0;  // idle + leased
+};
+
+Result<std::unique_ptr<PostgresJobCache>> PostgresJobCache::Open(
+    const PostgresJobCacheOptions& options) {
+  if (options.dsn.empty()) return Error::InvalidArgument("postgres: dsn is empty");
+  if (!ValidSchemaName(options.schema)) {
+    return Error::InvalidArgument("postgres: schema '" + options.schema +
+                                  "' must match [a-z_][a-z0-9_]* (at most 63 bytes)");
+  }
+  if (options.batch_max == 0 || options.pool_size == 0 || options.clean_chunk == 0) {
+    return Error::InvalidArgument("postgres: batch_max, pool_size and clean_chunk must be > 0");
+  }
+  if (!ValidText(options.master_id)) {
+    return Error::InvalidArgument("postgres: the master id is not valid UTF-8 text");
+  }
+  std::unique_ptr<PostgresJobCache> cache(new PostgresJobCache(options));
+  // Reach the server once now, so that a wrong dsn, password or schema stops start-up.
+  auto lease = cache->pool_->Acquire(cache->Deadline());
+  Status ready = lease.ok() ? cache->EnsureSchema(**lease) : Status(lease.error());
+  if (!ready.ok()) {
+    const ErrorCode code = ready.error().code;
+    if (code != ErrorCode::kUnavailable && code != ErrorCode::kDeadlineExceeded) {
+      return ready.error();
+    }
+    spdlog::warn(
+        "job cache: PostgreSQL cannot be reached now ({}); starting anyway, returns are "
+        "refused until it can",
+        ready.error().ToString());
+  }
+  return cache;
+}
+
+PostgresJobCache::PostgresJobCache(const PostgresJobCacheOptions& options)
+    : options_(options),
+      schema_quoted_("\"" + options.schema + "\""),
+      pool_(std::make_unique<Pool>(options.dsn, options.pool_size, options.connect_timeout)) {
+  writer_ = std::thread([this] { WriterMain(); });
+  pthread_setname_np(writer_.native_handle(), "jobs-pg-writer");
+}
+
+PostgresJobCache::~PostgresJobCache() { Shutdown(); }
+
+void PostgresJobCache::Shutdown() {
+  std::lock_guard<std::mutex> guard(shutdown_mu_);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (writer_.joinable()) writer_.join();
+}
+
+std::string PostgresJobCache::Table(std::string_view name) const {
+  return schema_quoted_ + "." + std::string(name);
+}
+
+Status PostgresJobCache::EnsureSchema(PgConnection& conn) {
+  if (schema_ready_.load(std::memory_order_acquire)) return OkStatus();
+  std::lock_guard<std::mutex> lock(schema_mu_);
+  if (schema_ready_.load(std::memory_order_relaxed)) return OkStatus();
+  Status migrated = Migrate(conn);
+  if (!migrated.ok()) {
+    if (!conn.broken()) (void)conn.Exec("ROLLBACK", Deadline());
+    return migrated;
+  }
+  schema_ready_.store(true, std::memory_order_release);
+  return OkStatus();
+}
+
+Status PostgresJobCache::Migrate(PgConnection& conn) {
+  HALITE_RETURN_IF_ERROR(conn.Exec("BEGIN", Deadline()));
+  // Masters starting together take turns; the lock ends with the transaction.
+  HALITE_RETURN_IF_ERROR(conn.Exec("SELECT pg_advisory_xact_lock(hashtext($1))",
+                                   PgParams().Text("halite-schema:" + options_.schema),
+                                   Deadline()));
+  HALITE_RETURN_IF_ERROR(conn.Exec("CREATE SCHEMA IF NOT EXISTS " + schema_quoted_, Deadline()));
+  HALITE_RETURN_IF_ERROR(conn.Exec("CREATE TABLE IF NOT EXISTS " + Table("schema_version") +
+                                       " (one boolean PRIMARY KEY DEFAULT true CHECK (one),"
+                                       " version integer NOT NULL,"
+                                       " updated timestamptz NOT NULL DEFAULT now())",
+                                   Deadline()));
+  HALITE_ASSIGN_OR_RETURN(
+      PgResult current,
+      conn.Exec("SELECT version::int8 FROM " + Table("schema_version"), Deadline()));
+  const std::int64_t version = current.rows() == 0 ? 0 : current.Int8(0, 0);
+  const auto& migrations = Migrations();
+  const auto latest = static_cast<std::int64_t>(migrations.size());
+  static_assert(kSchemaVersion == 1, "add the migration to Migrations()");
+  if (version > latest) {
+    return Error::FailedPrecondition(
+        "postgres: schema " + options_.schema + " is at version " + std::to_string(version) +
+        " but this master knows versions up to " + std::to_string(latest) +
+        ": upgrade this master, or use another schema");
+  }
+  for (std::int64_t v = version; v < latest; ++v) {
+    for (std::string_view sql : migrations[static_cast<std::size_t>(v)]) {
+      HALITE_RETURN_IF_ERROR(conn.Exec(WithSchema(sql, schema_quoted_), Deadline()));
+    }
+  }
+  if (version != latest) {
+    HALITE_RETURN_IF_ERROR(
+        conn.Exec("INSERT INTO " + Table("schema_version") +
+                      " (one, version) VALUES (true, $1::int8::int4) ON CONFLICT (one) DO UPDATE"
+                      " SET version = EXCLUDED.version, updated = now()",
+                  PgParams().Int8(latest), Deadline()));
+    spdlog::info("job cache: PostgreSQL schema {} migrated from version {} to {}", options_.schema,
+                 version, latest);
+  }
+  HALITE_RETURN_IF_ERROR(conn.Exec("COMMIT", Deadline()));
+  return OkStatus();
+}
+
+Status PostgresJobCache::SaveJob(const Job& job) {
+  if (job.jid.empty()) return Error::InvalidArgument("job without a jid");
+  if (!ValidText(job.jid)) return Error::InvalidArgument("job: the jid is not valid text");
+  if (!job.load.is_map()) return Error::InvalidArgument("job " + job.jid + ": load is not a map");
+  wire::Value load = job.load;
+  load.Erase("key");  // the master's root key never reaches the store
+  if (load.Find("jid") == nullptr) load.Set("jid", wire::Value(job.jid));
+  // Sorted and unique, so that masters saving overlapping lists lock rows in the same order.
+  std::set<std::string_view> sorted;
+  for (const std::string& minion : job.minions) {
+    if (!ValidText(minion)) {
+      return Error::InvalidArgument("job " + job.jid + ": a minion id is not valid text");
+    }
+    sorted.insert(minion);
+  }
+  std::vector<std::string_view> minions(sorted.begin(), sorted.end());
+  const std::string* fun = load.FindStr("fun");
+  PgParams params;
+  params.Text(job.jid).Bytes(wire::Pack(load, wire::Packing::kBinType));
+  if (fun != nullptr && ValidText(*fun)) {
+    params.Text(*fun);
+  } else {
+    params.Null(kTextOid);
+  }
+  params.Text(options_.master_id).Timestamp(std::chrono::system_clock::now()).TextArray(minions);
+  const std::string sql =
+      "WITH saved AS (INSERT INTO " + Table("jobs") +
+      " (jid, load, fun, master_id, created) VALUES ($1, $2, $3, $4, $5)"
+      " ON CONFLICT (jid) DO UPDATE SET load = EXCLUDED.load, fun = EXCLUDED.fun)"
+      " INSERT INTO " +
+      Table("job_minions") +
+      " (jid, minion_id) SELECT $1, m FROM unnest($6::text[]) AS m ON CONFLICT DO NOTHING";
+  HALITE_ASSIGN_OR_RETURN(auto lease, pool_->Acquire(Deadline()));
+  HALITE_RETURN_IF_ERROR(EnsureSchema(*lease));
+  for (int attempt = 0;; ++attempt) {
+    auto done = lease->Exec(sql, params, Deadline());
+    if (done.ok()) return OkStatus();
+    const std::string_view state = SqlStateOf(done.error());
+    if (attempt < 2 && (state == "40P01" || state == "40001") && !lease->broken()) continue;
+    return done.error().WithContext("save job " + job.jid);
+  }
+}
+
+Result<Job> PostgresJobCache::LoadJob(std::string_view jid) {
+  if (jid.empty() || !ValidText(jid)) return Error::NotFound("no job " + std::string(jid));
+  HALITE_ASSIGN_OR_RETURN(auto lease, pool_->Acquire(Deadline()));
+  HALITE_RETURN_IF_ERROR(EnsureSchema(*lease));
+  HALITE_ASSIGN_OR_RETURN(
+      PgResult result,
+      lease->Exec("SELECT j.load, ARRAY(SELECT m.minion_id FROM " + Table("job_minions") +
+                      " m WHERE m.jid = j.jid ORDER BY m.minion_id) FROM " + Table("jobs") +
+                      " j WHERE j.jid = $1",
+                  PgParams().Text(jid), Deadline()));
+  if (result.rows() == 0) return Error::NotFound("no job " + std::string(jid));
+  Result<wire::Value> load = wire::Unpack(result.Bytes(0, 0));
+  if (!load.ok() || !load->is_map()) {
+    return Error::DataLoss("job " + std::string(jid) + ": the stored load does not decode");
+  }
+  HALITE_ASSIGN_OR_RETURN(std::vector<std::string> minions, result.TextArray(0, 1));
+  std::sort(minions.begin(), minions.end());
+  return Job{std::string(jid), std::move(load).value(), std::move(minions)};
+}
+
+Result<std::vector<JobReturn>> PostgresJobCache::LoadReturns(std::string_view jid) {
+  if (jid.empty() || !ValidText(jid)) return Error::NotFound("no job " + std::string(jid));
+  HALITE_ASSIGN_OR_RETURN(auto lease, pool_->Acquire(Deadline()));
+  HALITE_RETURN_IF_ERROR(EnsureSchema(*lease));
+  HALITE_ASSIGN_OR_RETURN(PgResult result,
+                          lease->Exec("SELECT minion_id, ret, retcode, success, out FROM " +
+                                          Table("returns") + " WHERE jid = $1 ORDER BY minion_id",
+                                      PgParams().Text(jid), Deadline()));
+  std::vector<JobReturn> returns;
+  returns.reserve(static_cast<std::size_t>(result.rows()));
+  for (int row = 0; row < result.rows(); ++row) {
+    JobReturn r;
+    r.jid = std::string(jid);
+    r.minion_id = std::string(result.Bytes(row, 0));
+    Result<wire::Value> ret = wire::Unpack(result.Bytes(row, 1));
+    if (!ret.ok()) {
+      spdlog::warn("job cache: the return of {} for {} does not decode; skipped", r.minion_id, jid);
+      continue;
+    }
+    r.ret = std::move(ret).value();
+    if (!result.IsNull(row, 2)) r.retcode = result.Int8(row, 2);
+    if (!result.IsNull(row, 3)) r.success = result.Bool(row, 3);
+    r.out = std::string(result.Bytes(row, 4));
+    returns.push_back(std::move(r));
+  }
+  std::sort(returns.begin(), returns.end(),
+            [](const JobReturn& a, const JobReturn& b) { return a.minion_id < b.minion_id; });
+  if (!returns.empty() || result.rows() > 0) return returns;
+  HALITE_ASSIGN_OR_RETURN(PgResult known,
+                          lease->Exec("SELECT 1 FROM " + Table("jobs") + " WHERE jid = $1",
+                                      PgParams().Text(jid), Deadline()));
+  if (known.rows() == 0) return Error::NotFound("no job " + std::string(jid));
+  return returns;
+}
+
+Result<std::vector<JobSummary>> PostgresJobCache::ListJobs() {
+  HALITE_ASSIGN_OR_RETURN(auto lease, pool_->Acquire(Deadline()));
+  HALITE_RETURN_IF_ERROR(EnsureSchema(*lease));
+  HALITE_ASSIGN_OR_RETURN(
+      PgResult result,
+      lease->Exec("SELECT jid, load FROM " + Table("jobs") + " ORDER BY jid", Deadline()));
+  std::vector<JobSummary> jobs;
+  jobs.reserve(static_cast<std::size_t>(result.rows()));
+  for (int row = 0; row < result.rows(); ++row) {
+    Result<wire::Value> load = wire::Unpack(result.Bytes(row, 1));
+    if (!load.ok() || !load->is_map()) continue;
+    jobs.push_back(SummarizeJob(result.Bytes(row, 0), *load));
+  }
+  return jobs;
+}
+
+Result<std::size_t> PostgresJobCache::CleanOld(std::chrono::seconds keep,
+                                               std::chrono::system_clock::time_point now) {
+  if (keep.count() <= 0) return std::size_t{0};
+  const auto cutoff = now - keep;
+  HALITE_ASSIGN_OR_RETURN(auto lease, pool_->Acquire(Deadline()));
+  HALITE_RETURN_IF_ERROR(EnsureSchema(*lease));
+  const auto chunk = static_cast<std::int64_t>(options_.clean_chunk);
+  std::size_t removed = 0;
+  // Old jobs with their minions and returns, a chunk per transaction. SKIP LOCKED lets two
+  // masters clean at once without waiting on each other.
+  const std::string jobs_sql =
+      "WITH old AS (SELECT jid FROM " + Table("jobs") +
+      " WHERE created < $1 ORDER BY created LIMIT $2 FOR UPDATE SKIP LOCKED),"
+      " m AS (DELETE FROM " +
+      Table("job_minions") +
+      " WHERE jid IN (SELECT jid FROM old)),"
+      " r AS (DELETE FROM " +
+      Table("returns") +
+      " WHERE jid IN (SELECT jid FROM old))"
+      " DELETE FROM " +
+      Table("jobs") + " WHERE jid IN (SELECT jid FROM old)";
+  for (;;) {
+    HALITE_ASSIGN_OR_RETURN(
+        PgResult result,
+        lease->Exec(jobs_sql, PgParams().Timestamp(cutoff).Int8(chunk), Deadline()));
+    const std::int64_t n = result.Affected();
+    removed += static_cast<std::size_t>(n);
+    if (n < chunk) break;
+  }
+  // Returns of jobs that were never saved (or whose row is gone), by their own age.
+  const std::string orphans_sql = "WITH gone AS (DELETE FROM " + Table("returns") +
+                                  " WHERE ctid = ANY(ARRAY(SELECT r.ctid FROM " + Table("returns") +
+                                  " r WHERE r.stored < $1 AND NOT EXISTS (SELECT 1 FROM " +
+                                  Table("jobs") +
+                                  " j WHERE j.jid = r.jid) LIMIT $2)) RETURNING jid)"
+                                  " SELECT count(DISTINCT jid)::int8, count(*)::int8 FROM gone";
+  for (;;) {
+    HALITE_ASSIGN_OR_RETURN(
+        PgResult result,
+        lease->Exec(orphans_sql, PgParams().Timestamp(cutoff).Int8(chunk), Deadline()));
+    if (result.rows() == 0) break;
+    removed += static_cast<std::size_t>(result.Int8(0, 0));
+    if (result.Int8(0, 1) < chunk) break;
+  }
+  return removed;
+}
+
+Status PostgresJobCache::Check() {
+  HALITE_ASSIGN_OR_RETURN(auto lease, pool_->Acquire(Deadline()));
+  HALITE_RETURN_IF_ERROR(EnsureSchema(*lease));
+  HALITE_ASSIGN_OR_RETURN(
+      PgResult result,
+      lease->Exec("INSERT INTO " + Table("masters") +
+                      " (master_id, seen) VALUES ($1, now()) ON CONFLICT (master_id)"
+                      " DO UPDATE SET seen = EXCLUDED.seen RETURNING master_id",
+                  PgParams().Text(options_.master_id), Deadline()));
+  if (result.rows() != 1 || result.Bytes(0, 0) != options_.master_id) {
+    return Error::DataLoss("postgres: the health probe did not read back");
+  }
+  return OkStatus();
+}
+
+void PostgresJobCache::StoreReturn(JobReturn ret, StoreCallback done) {
+  Pending pending{std::move(ret), {}, std::move(done)};
+  if (!ValidText(pending.ret.jid) || !ValidText(pending.ret.minion_id) ||
+      !ValidText(pending.ret.out) || pending.ret.jid.empty() || pending.ret.minion_id.empty()) {
+    pending.done(Error::InvalidArgument("return: jid, minion id and outputter must be text"));
+    return;
+  }
+  pending.packed = wire::Pack(pending.ret.ret, wire::Packing::kBinType);
+  const std::size_t bytes = pending.packed.size() + pending.ret.jid.size() +
+                            pending.ret.minion_id.size() + pending.ret.out.size() + 64;
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (stopping_) {
+      lock.unlock();
+      pending.done(Error::FailedPrecondition("job cache is shut down"));
+      return;
+    }
+    if (queued_bytes_ + bytes > options_.queue_max_bytes && !queue_.empty()) {
+      lock.unlock();
+      pending.done(Error::ResourceExhausted("job cache: the PostgreSQL write queue is full"));
+      return;
+    }
+    queued_bytes_ += bytes;
+    queue_.push_back(std::move(pending));
+  }
+  cv_.notify_one();
+}
+
+void PostgresJobCache::WriterMain() {
+  for (;;) {
+    std::deque<Pending> batch;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) break;  // stopping, and everything queued is done
+      std::size_t bytes = 0;
+      while (!queue_.empty() && batch.size() < options_.batch_max &&
+             (batch.empty() || bytes + queue_.front().packed.size() <= options_.batch_max_bytes)) {
+        const Pending& next = queue_.front();
+        const std::size_t size = next.packed.size() + next.ret.jid.size() +
+                                 next.ret.minion_id.size() + next.ret.out.size() + 64;
+        bytes += next.packed.size();
+        queued_bytes_ -= std::min(queued_bytes_, size);
+        batch.push_back(std::move(queue_.front()));
+        queue_.pop_front();
+      }
+    }
+    WriteBatch(batch);
+  }
+  writer_conn_.reset();
+}
+
+void PostgresJobCache::WriteBatch(std::deque<Pending>& batch) {
+  // One row per (jid, minion); later copies in the batch are duplicates of the first.
+  std::sort(batch.begin(), batch.end(), [](const Pending& a, const Pending& b) {
+    return std::tie(a.ret.jid, a.ret.minion_id) < std::tie(b.ret.jid, b.ret.minion_id);
+  });
+  std::vector<std::size_t> firsts;
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    if (i == 0 || batch[i].ret.jid != batch[i - 1].ret.jid ||
+        batch[i].ret.minion_id != batch[i - 1].ret.minion_id) {
+      firsts.push_back(i);
+    }
+  }
+  auto fail_all = [&](const Error& error) {
+    for (Pending& p : batch) p.done(error);
+  };
+
+  if (writer_conn_ == nullptr || writer_conn_->broken()) {
+    writer_conn_.reset();
+    auto conn = PgConnection::Connect(options_.dsn,
+                                      std::chrono::steady_clock::now() + options_.connect_timeout);
+    if (!conn.ok()) {
+      if (!writer_down_) {
+        spdlog::error("job cache: cannot reach PostgreSQL: {}; returns are not acknowledged",
+                      conn.error().ToString());
+      }
+      writer_down_ = true;
+      fail_all(conn.error());
+      return;
+    }
+    writer_conn_ = std::move(conn).value();
+    // A return is acknowledged only once it is on the server's disk, whatever the server's
+    // default says.
+    if (auto set = writer_conn_->Exec("SET synchronous_commit TO on", Deadline()); !set.ok()) {
+      fail_all(set.error());
+      return;
+    }
+  }
+  if (Status ready = EnsureSchema(*writer_conn_); !ready.ok()) {
+    fail_all(ready.error());
+    return;
+  }
+
+  std::vector<std::string_view> jids, minions, rets, outs, funs;
+  std::vector<std::optional<std::int64_t>> retcodes;
+  std::vector<std::optional<bool>> successes;
+  for (std::size_t i : firsts) {
+    const Pending& p = batch[i];
+    jids.push_back(p.ret.jid);
+    minions.push_back(p.ret.minion_id);
+    rets.push_back(p.packed);
+    retcodes.push_back(p.ret.retcode);
+    successes.push_back(p.ret.success);
+    outs.push_back(p.ret.out);
+    const std::string* fun = p.ret.load.FindStr("fun");
+    funs.push_back(fun != nullptr && ValidText(*fun) ? std::string_view(*fun) : "");
+  }
+  PgParams params;
+  params.TextArray(jids)
+      .TextArray(minions)
+      .BytesArray(rets)
+      .Int8Array(retcodes)
+      .BoolArray(successes)
+      .TextArray(outs)
+      .TextArray(funs)
+      .Text(options_.master_id)
+      .Timestamp(std::chrono::system_clock::now());
+  const std::string sql =
+      "INSERT INTO " + Table("returns") +
+      " (jid, minion_id, ret, retcode, success, out, fun, master_id, stored)"
+      " SELECT u.jid, u.minion_id, u.ret, u.retcode, u.success, u.out, NULLIF(u.fun, ''), $8, $9"
+      " FROM unnest($1::text[], $2::text[], $3::bytea[], $4::int8[], $5::bool[], $6::text[],"
+      " $7::text[]) AS u(jid, minion_id, ret, retcode, success, out, fun)"
+      " ON CONFLICT (jid, minion_id) DO NOTHING RETURNING jid, minion_id";
+  Result<PgResult> inserted = Error::Internal("not run");
+  for (int attempt = 0;; ++attempt) {
+    inserted = writer_conn_->Exec(sql, params, Deadline());
+    if (inserted.ok()) break;
+    const std::string_view state = SqlStateOf(inserted.error());
+    if (attempt < 2 && (state == "40P01" || state == "40001") && !writer_conn_->broken()) continue;
+    break;
+  }
+  if (!inserted.ok()) {
+    if (inserted.error().code == ErrorCode::kUnavailable ||
+        inserted.error().code == ErrorCode::kDeadlineExceeded) {
+      if (!writer_down_) {
+        spdlog::error("job cache: PostgreSQL write failed: {}; returns are not acknowledged",
+                      inserted.error().ToString());
+      }
+      writer_down_ = true;
+      // The schema may be gone with the server (a new cluster): check again next time.
+      schema_ready_.store(false, std::memory_order_release);
+    } else {
+      spdlog::error("job cache: PostgreSQL refused {} returns: {}", batch.size(),
+                    inserted.error().ToString());
+    }
+    fail_all(inserted.error());
+    return;
+  }
+  if (writer_down_) {
+    spdlog::info("job cache: PostgreSQL reachable again");
+    writer_down_ = false;
+  }
+  std::set<std::string> stored;
+  for (int row = 0; row < inserted->rows(); ++row) {
+    stored.insert(ReturnKey(inserted->Bytes(row, 0), inserted->Bytes(row, 1)));
+  }
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    Pending& p = batch[i];
+    const bool first = std::binary_search(firsts.begin(), firsts.end(), i);
+    const bool new_row = first && stored.count(ReturnKey(p.ret.jid, p.ret.minion_id)) != 0;
+    p.done(new_row ? StoreOutcome::kStored : StoreOutcome::kDuplicate);
+  }
+}
+
+}  // namespace halite::jobs
