@@ -134,17 +134,20 @@ class PostgresJobCache::Pool {
   // Gives the connection back on destruction (dropped when broken).
   class Lease {
    public:
-    Lease(Pool* pool, std::unique_ptr<PgConnection> conn) : pool_(pool), conn_(std::move(conn)) {}
+    Lease(Pool* pool, std::unique_ptr<PgConnection> conn, bool reused)
+        : pool_(pool), conn_(std::move(conn)), reused_(reused) {}
     Lease(Lease&& other) noexcept = default;
     ~Lease() {
       if (pool_ != nullptr && conn_ != nullptr) pool_->Release(std::move(conn_));
     }
     PgConnection& operator*() const { return *conn_; }
     PgConnection* operator->() const { return conn_.get(); }
+    bool reused() const { return reused_; }  // it had been used before this lease
 
    private:
     Pool* pool_;
     std::unique_ptr<PgConnection> conn_;
+    bool reused_;
   };
 
   Result<Lease> Acquire(std::chrono::steady_clock::time_point deadline) {
@@ -155,7 +158,7 @@ class PostgresJobCache::Pool {
     if (!idle_.empty()) {
       std::unique_ptr<PgConnection> conn = std::move(idle_.back());
       idle_.pop_back();
-      return Lease(this, std::move(conn));
+      return Lease(this, std::move(conn), /*reused=*/true);
     }
     ++open_;
     lock.unlock();
@@ -167,7 +170,7 @@ class PostgresJobCache::Pool {
       cv_.notify_one();
       return conn.error();
     }
-    return Lease(this, std::move(conn).value());
+    return Lease(this, std::move(conn).value(), /*reused=*/false);
   }
 
  private:
@@ -242,6 +245,25 @@ void PostgresJobCache::Shutdown() {
 
 std::string PostgresJobCache::Table(std::string_view name) const {
   return schema_quoted_ + "." + std::string(name);
+}
+
+template <typename T, typename F>
+Result<T> PostgresJobCache::WithConnection(F&& body) {
+  for (int attempt = 0;; ++attempt) {
+    HALITE_ASSIGN_OR_RETURN(auto lease, pool_->Acquire(Deadline()));
+    const bool reused = lease.reused();
+    Result<T> result = [&]() -> Result<T> {
+      HALITE_RETURN_IF_ERROR(EnsureSchema(*lease));
+      return body(*lease);
+    }();
+    // A pooled connection may have died while it sat idle (the server restarted): every
+    // operation here is idempotent, so it runs once more on a new connection.
+    if (!result.ok() && attempt == 0 && reused && lease->broken() &&
+        result.error().code == ErrorCode::kUnavailable) {
+      continue;
+    }
+    return result;
+  }
 }
 
 Status PostgresJobCache::EnsureSchema(PgConnection& conn) {
@@ -332,148 +354,151 @@ Status PostgresJobCache::SaveJob(const Job& job) {
       " INSERT INTO " +
       Table("job_minions") +
       " (jid, minion_id) SELECT $1, m FROM unnest($6::text[]) AS m ON CONFLICT DO NOTHING";
-  HALITE_ASSIGN_OR_RETURN(auto lease, pool_->Acquire(Deadline()));
-  HALITE_RETURN_IF_ERROR(EnsureSchema(*lease));
-  for (int attempt = 0;; ++attempt) {
-    auto done = lease->Exec(sql, params, Deadline());
-    if (done.ok()) return OkStatus();
-    const std::string_view state = SqlStateOf(done.error());
-    if (attempt < 2 && (state == "40P01" || state == "40001") && !lease->broken()) continue;
-    return done.error().WithContext("save job " + job.jid);
-  }
+  return WithConnection<void>([&](PgConnection& conn) -> Status {
+    for (int attempt = 0;; ++attempt) {
+      auto done = conn.Exec(sql, params, Deadline());
+      if (done.ok()) return OkStatus();
+      const std::string_view state = SqlStateOf(done.error());
+      if (attempt < 2 && (state == "40P01" || state == "40001") && !conn.broken()) continue;
+      return done.error().WithContext("save job " + job.jid);
+    }
+  });
 }
 
 Result<Job> PostgresJobCache::LoadJob(std::string_view jid) {
   if (jid.empty() || !ValidText(jid)) return Error::NotFound("no job " + std::string(jid));
-  HALITE_ASSIGN_OR_RETURN(auto lease, pool_->Acquire(Deadline()));
-  HALITE_RETURN_IF_ERROR(EnsureSchema(*lease));
-  HALITE_ASSIGN_OR_RETURN(
-      PgResult result,
-      lease->Exec("SELECT j.load, ARRAY(SELECT m.minion_id FROM " + Table("job_minions") +
+  return WithConnection<Job>([&](PgConnection& conn) -> Result<Job> {
+    HALITE_ASSIGN_OR_RETURN(
+        PgResult result,
+        conn.Exec("SELECT j.load, ARRAY(SELECT m.minion_id FROM " + Table("job_minions") +
                       " m WHERE m.jid = j.jid ORDER BY m.minion_id) FROM " + Table("jobs") +
                       " j WHERE j.jid = $1",
                   PgParams().Text(jid), Deadline()));
-  if (result.rows() == 0) return Error::NotFound("no job " + std::string(jid));
-  Result<wire::Value> load = wire::Unpack(result.Bytes(0, 0));
-  if (!load.ok() || !load->is_map()) {
-    return Error::DataLoss("job " + std::string(jid) + ": the stored load does not decode");
-  }
-  HALITE_ASSIGN_OR_RETURN(std::vector<std::string> minions, result.TextArray(0, 1));
-  std::sort(minions.begin(), minions.end());
-  return Job{std::string(jid), std::move(load).value(), std::move(minions)};
+    if (result.rows() == 0) return Error::NotFound("no job " + std::string(jid));
+    Result<wire::Value> load = wire::Unpack(result.Bytes(0, 0));
+    if (!load.ok() || !load->is_map()) {
+      return Error::DataLoss("job " + std::string(jid) + ": the stored load does not decode");
+    }
+    HALITE_ASSIGN_OR_RETURN(std::vector<std::string> minions, result.TextArray(0, 1));
+    std::sort(minions.begin(), minions.end());
+    return Job{std::string(jid), std::move(load).value(), std::move(minions)};
+  });
 }
 
 Result<std::vector<JobReturn>> PostgresJobCache::LoadReturns(std::string_view jid) {
   if (jid.empty() || !ValidText(jid)) return Error::NotFound("no job " + std::string(jid));
-  HALITE_ASSIGN_OR_RETURN(auto lease, pool_->Acquire(Deadline()));
-  HALITE_RETURN_IF_ERROR(EnsureSchema(*lease));
-  HALITE_ASSIGN_OR_RETURN(PgResult result,
-                          lease->Exec("SELECT minion_id, ret, retcode, success, out FROM " +
-                                          Table("returns") + " WHERE jid = $1 ORDER BY minion_id",
-                                      PgParams().Text(jid), Deadline()));
-  std::vector<JobReturn> returns;
-  returns.reserve(static_cast<std::size_t>(result.rows()));
-  for (int row = 0; row < result.rows(); ++row) {
-    JobReturn r;
-    r.jid = std::string(jid);
-    r.minion_id = std::string(result.Bytes(row, 0));
-    Result<wire::Value> ret = wire::Unpack(result.Bytes(row, 1));
-    if (!ret.ok()) {
-      spdlog::warn("job cache: the return of {} for {} does not decode; skipped", r.minion_id, jid);
-      continue;
-    }
-    r.ret = std::move(ret).value();
-    if (!result.IsNull(row, 2)) r.retcode = result.Int8(row, 2);
-    if (!result.IsNull(row, 3)) r.success = result.Bool(row, 3);
-    r.out = std::string(result.Bytes(row, 4));
-    returns.push_back(std::move(r));
-  }
-  std::sort(returns.begin(), returns.end(),
-            [](const JobReturn& a, const JobReturn& b) { return a.minion_id < b.minion_id; });
-  if (!returns.empty() || result.rows() > 0) return returns;
-  HALITE_ASSIGN_OR_RETURN(PgResult known,
-                          lease->Exec("SELECT 1 FROM " + Table("jobs") + " WHERE jid = $1",
-                                      PgParams().Text(jid), Deadline()));
-  if (known.rows() == 0) return Error::NotFound("no job " + std::string(jid));
-  return returns;
+  return WithConnection<std::vector<JobReturn>>(
+      [&](PgConnection& conn) -> Result<std::vector<JobReturn>> {
+        HALITE_ASSIGN_OR_RETURN(
+            PgResult result, conn.Exec("SELECT minion_id, ret, retcode, success, out FROM " +
+                                           Table("returns") + " WHERE jid = $1 ORDER BY minion_id",
+                                       PgParams().Text(jid), Deadline()));
+        std::vector<JobReturn> returns;
+        returns.reserve(static_cast<std::size_t>(result.rows()));
+        for (int row = 0; row < result.rows(); ++row) {
+          JobReturn r;
+          r.jid = std::string(jid);
+          r.minion_id = std::string(result.Bytes(row, 0));
+          Result<wire::Value> ret = wire::Unpack(result.Bytes(row, 1));
+          if (!ret.ok()) {
+            spdlog::warn("job cache: the return of {} for {} does not decode; skipped", r.minion_id,
+                         jid);
+            continue;
+          }
+          r.ret = std::move(ret).value();
+          if (!result.IsNull(row, 2)) r.retcode = result.Int8(row, 2);
+          if (!result.IsNull(row, 3)) r.success = result.Bool(row, 3);
+          r.out = std::string(result.Bytes(row, 4));
+          returns.push_back(std::move(r));
+        }
+        std::sort(returns.begin(), returns.end(),
+                  [](const JobReturn& a, const JobReturn& b) { return a.minion_id < b.minion_id; });
+        if (!returns.empty() || result.rows() > 0) return returns;
+        HALITE_ASSIGN_OR_RETURN(PgResult known,
+                                conn.Exec("SELECT 1 FROM " + Table("jobs") + " WHERE jid = $1",
+                                          PgParams().Text(jid), Deadline()));
+        if (known.rows() == 0) return Error::NotFound("no job " + std::string(jid));
+        return returns;
+      });
 }
 
 Result<std::vector<JobSummary>> PostgresJobCache::ListJobs() {
-  HALITE_ASSIGN_OR_RETURN(auto lease, pool_->Acquire(Deadline()));
-  HALITE_RETURN_IF_ERROR(EnsureSchema(*lease));
-  HALITE_ASSIGN_OR_RETURN(
-      PgResult result,
-      lease->Exec("SELECT jid, load FROM " + Table("jobs") + " ORDER BY jid", Deadline()));
-  std::vector<JobSummary> jobs;
-  jobs.reserve(static_cast<std::size_t>(result.rows()));
-  for (int row = 0; row < result.rows(); ++row) {
-    Result<wire::Value> load = wire::Unpack(result.Bytes(row, 1));
-    if (!load.ok() || !load->is_map()) continue;
-    jobs.push_back(SummarizeJob(result.Bytes(row, 0), *load));
-  }
-  return jobs;
+  return WithConnection<std::vector<JobSummary>>(
+      [&](PgConnection& conn) -> Result<std::vector<JobSummary>> {
+        HALITE_ASSIGN_OR_RETURN(
+            PgResult result,
+            conn.Exec("SELECT jid, load FROM " + Table("jobs") + " ORDER BY jid", Deadline()));
+        std::vector<JobSummary> jobs;
+        jobs.reserve(static_cast<std::size_t>(result.rows()));
+        for (int row = 0; row < result.rows(); ++row) {
+          Result<wire::Value> load = wire::Unpack(result.Bytes(row, 1));
+          if (!load.ok() || !load->is_map()) continue;
+          jobs.push_back(SummarizeJob(result.Bytes(row, 0), *load));
+        }
+        return jobs;
+      });
 }
 
 Result<std::size_t> PostgresJobCache::CleanOld(std::chrono::seconds keep,
                                                std::chrono::system_clock::time_point now) {
   if (keep.count() <= 0) return std::size_t{0};
   const auto cutoff = now - keep;
-  HALITE_ASSIGN_OR_RETURN(auto lease, pool_->Acquire(Deadline()));
-  HALITE_RETURN_IF_ERROR(EnsureSchema(*lease));
-  const auto chunk = static_cast<std::int64_t>(options_.clean_chunk);
-  std::size_t removed = 0;
-  // Old jobs with their minions and returns, a chunk per transaction. SKIP LOCKED lets two
-  // masters clean at once without waiting on each other.
-  const std::string jobs_sql =
-      "WITH old AS (SELECT jid FROM " + Table("jobs") +
-      " WHERE created < $1 ORDER BY created LIMIT $2 FOR UPDATE SKIP LOCKED),"
-      " m AS (DELETE FROM " +
-      Table("job_minions") +
-      " WHERE jid IN (SELECT jid FROM old)),"
-      " r AS (DELETE FROM " +
-      Table("returns") +
-      " WHERE jid IN (SELECT jid FROM old))"
-      " DELETE FROM " +
-      Table("jobs") + " WHERE jid IN (SELECT jid FROM old)";
-  for (;;) {
-    HALITE_ASSIGN_OR_RETURN(
-        PgResult result,
-        lease->Exec(jobs_sql, PgParams().Timestamp(cutoff).Int8(chunk), Deadline()));
-    const std::int64_t n = result.Affected();
-    removed += static_cast<std::size_t>(n);
-    if (n < chunk) break;
-  }
-  // Returns of jobs that were never saved (or whose row is gone), by their own age.
-  const std::string orphans_sql = "WITH gone AS (DELETE FROM " + Table("returns") +
-                                  " WHERE ctid = ANY(ARRAY(SELECT r.ctid FROM " + Table("returns") +
-                                  " r WHERE r.stored < $1 AND NOT EXISTS (SELECT 1 FROM " +
-                                  Table("jobs") +
-                                  " j WHERE j.jid = r.jid) LIMIT $2)) RETURNING jid)"
-                                  " SELECT count(DISTINCT jid)::int8, count(*)::int8 FROM gone";
-  for (;;) {
-    HALITE_ASSIGN_OR_RETURN(
-        PgResult result,
-        lease->Exec(orphans_sql, PgParams().Timestamp(cutoff).Int8(chunk), Deadline()));
-    if (result.rows() == 0) break;
-    removed += static_cast<std::size_t>(result.Int8(0, 0));
-    if (result.Int8(0, 1) < chunk) break;
-  }
-  return removed;
+  return WithConnection<std::size_t>([&](PgConnection& conn) -> Result<std::size_t> {
+    const auto chunk = static_cast<std::int64_t>(options_.clean_chunk);
+    std::size_t removed = 0;
+    // Old jobs with their minions and returns, a chunk per transaction. SKIP LOCKED lets two
+    // masters clean at once without waiting on each other.
+    const std::string jobs_sql =
+        "WITH old AS (SELECT jid FROM " + Table("jobs") +
+        " WHERE created < $1 ORDER BY created LIMIT $2 FOR UPDATE SKIP LOCKED),"
+        " m AS (DELETE FROM " +
+        Table("job_minions") +
+        " WHERE jid IN (SELECT jid FROM old)),"
+        " r AS (DELETE FROM " +
+        Table("returns") +
+        " WHERE jid IN (SELECT jid FROM old))"
+        " DELETE FROM " +
+        Table("jobs") + " WHERE jid IN (SELECT jid FROM old)";
+    for (;;) {
+      HALITE_ASSIGN_OR_RETURN(
+          PgResult result,
+          conn.Exec(jobs_sql, PgParams().Timestamp(cutoff).Int8(chunk), Deadline()));
+      const std::int64_t n = result.Affected();
+      removed += static_cast<std::size_t>(n);
+      if (n < chunk) break;
+    }
+    // Returns of jobs that were never saved (or whose row is gone), by their own age.
+    const std::string orphans_sql =
+        "WITH gone AS (DELETE FROM " + Table("returns") +
+        " WHERE ctid = ANY(ARRAY(SELECT r.ctid FROM " + Table("returns") +
+        " r WHERE r.stored < $1 AND NOT EXISTS (SELECT 1 FROM " + Table("jobs") +
+        " j WHERE j.jid = r.jid) LIMIT $2)) RETURNING jid)"
+        " SELECT count(DISTINCT jid)::int8, count(*)::int8 FROM gone";
+    for (;;) {
+      HALITE_ASSIGN_OR_RETURN(
+          PgResult result,
+          conn.Exec(orphans_sql, PgParams().Timestamp(cutoff).Int8(chunk), Deadline()));
+      if (result.rows() == 0) break;
+      removed += static_cast<std::size_t>(result.Int8(0, 0));
+      if (result.Int8(0, 1) < chunk) break;
+    }
+    return removed;
+  });
 }
 
 Status PostgresJobCache::Check() {
-  HALITE_ASSIGN_OR_RETURN(auto lease, pool_->Acquire(Deadline()));
-  HALITE_RETURN_IF_ERROR(EnsureSchema(*lease));
-  HALITE_ASSIGN_OR_RETURN(
-      PgResult result,
-      lease->Exec("INSERT INTO " + Table("masters") +
+  return WithConnection<void>([&](PgConnection& conn) -> Status {
+    HALITE_ASSIGN_OR_RETURN(
+        PgResult result,
+        conn.Exec("INSERT INTO " + Table("masters") +
                       " (master_id, seen) VALUES ($1, now()) ON CONFLICT (master_id)"
                       " DO UPDATE SET seen = EXCLUDED.seen RETURNING master_id",
                   PgParams().Text(options_.master_id), Deadline()));
-  if (result.rows() != 1 || result.Bytes(0, 0) != options_.master_id) {
-    return Error::DataLoss("postgres: the health probe did not read back");
-  }
-  return OkStatus();
+    if (result.rows() != 1 || result.Bytes(0, 0) != options_.master_id) {
+      return Error::DataLoss("postgres: the health probe did not read back");
+    }
+    return OkStatus();
+  });
 }
 
 void PostgresJobCache::StoreReturn(JobReturn ret, StoreCallback done) {
@@ -528,6 +553,27 @@ void PostgresJobCache::WriterMain() {
   writer_conn_.reset();
 }
 
+Status PostgresJobCache::ConnectWriter() {
+  writer_conn_.reset();
+  auto conn = PgConnection::Connect(options_.dsn,
+                                    std::chrono::steady_clock::now() + options_.connect_timeout);
+  if (!conn.ok()) {
+    if (!writer_down_) {
+      spdlog::error("job cache: cannot reach PostgreSQL: {}; returns are not acknowledged",
+                    conn.error().ToString());
+    }
+    writer_down_ = true;
+    return conn.error();
+  }
+  // A return is acknowledged only once it is on the server's disk, whatever the server's
+  // default says.
+  if (auto set = conn.value()->Exec("SET synchronous_commit TO on", Deadline()); !set.ok()) {
+    return set.error();
+  }
+  writer_conn_ = std::move(conn).value();
+  return OkStatus();
+}
+
 void PostgresJobCache::WriteBatch(std::deque<Pending>& batch) {
   // One row per (jid, minion); later copies in the batch are duplicates of the first.
   std::sort(batch.begin(), batch.end(), [](const Pending& a, const Pending& b) {
@@ -544,26 +590,13 @@ void PostgresJobCache::WriteBatch(std::deque<Pending>& batch) {
     for (Pending& p : batch) p.done(error);
   };
 
+  bool fresh = false;  // the connection was made for this batch
   if (writer_conn_ == nullptr || writer_conn_->broken()) {
-    writer_conn_.reset();
-    auto conn = PgConnection::Connect(options_.dsn,
-                                      std::chrono::steady_clock::now() + options_.connect_timeout);
-    if (!conn.ok()) {
-      if (!writer_down_) {
-        spdlog::error("job cache: cannot reach PostgreSQL: {}; returns are not acknowledged",
-                      conn.error().ToString());
-      }
-      writer_down_ = true;
-      fail_all(conn.error());
+    if (Status connected = ConnectWriter(); !connected.ok()) {
+      fail_all(connected.error());
       return;
     }
-    writer_conn_ = std::move(conn).value();
-    // A return is acknowledged only once it is on the server's disk, whatever the server's
-    // default says.
-    if (auto set = writer_conn_->Exec("SET synchronous_commit TO on", Deadline()); !set.ok()) {
-      fail_all(set.error());
-      return;
-    }
+    fresh = true;
   }
   if (Status ready = EnsureSchema(*writer_conn_); !ready.ok()) {
     fail_all(ready.error());
@@ -607,6 +640,13 @@ void PostgresJobCache::WriteBatch(std::deque<Pending>& batch) {
     if (inserted.ok()) break;
     const std::string_view state = SqlStateOf(inserted.error());
     if (attempt < 2 && (state == "40P01" || state == "40001") && !writer_conn_->broken()) continue;
+    // The connection died while idle (a server restart): the insert is idempotent, so it goes
+    // once more on a new connection before the batch is refused.
+    if (attempt < 2 && !fresh && writer_conn_->broken() &&
+        inserted.error().code == ErrorCode::kUnavailable) {
+      fresh = true;
+      if (ConnectWriter().ok() && EnsureSchema(*writer_conn_).ok()) continue;
+    }
     break;
   }
   if (!inserted.ok()) {

@@ -194,12 +194,35 @@ Status PgServer::Crash() {
   return OkStatus();
 }
 
+// The postmaster and its children (each backend calls setsid, so a process group signal
+// does not reach them).
+std::vector<pid_t> ServerProcesses(pid_t postmaster) {
+  std::vector<pid_t> pids = {postmaster};
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream status(entry.path() / "status");
+    std::string line;
+    while (std::getline(status, line)) {
+      if (line.rfind("PPid:", 0) == 0) {
+        if (std::atoi(line.c_str() + 5) == postmaster) pids.push_back(std::atoi(name.c_str()));
+        break;
+      }
+    }
+  }
+  return pids;
+}
+
 void PgServer::Freeze() {
-  if (pid_ > 0) ::kill(-pid_, SIGSTOP);
+  if (pid_ <= 0) return;
+  ::kill(pid_, SIGSTOP);  // first, so that it forks no new children meanwhile
+  for (pid_t pid : ServerProcesses(pid_)) ::kill(pid, SIGSTOP);
 }
 
 void PgServer::Thaw() {
-  if (pid_ > 0) ::kill(-pid_, SIGCONT);
+  if (pid_ <= 0) return;
+  for (pid_t pid : ServerProcesses(pid_)) ::kill(pid, SIGCONT);
 }
 
 Status PgServer::Stop() {

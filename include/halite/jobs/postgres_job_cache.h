@@ -101,6 +101,10 @@ class PostgresJobCache final : public JobCache {
   std::chrono::steady_clock::time_point Deadline() const {
     return std::chrono::steady_clock::now() + options_.operation_timeout;
   }
+  // Runs `body(connection)` on a pooled connection with the schema in place; once more on a
+  // new connection when a pooled one turns out to have died while idle.
+  template <typename T, typename F>
+  Result<T> WithConnection(F&& body);
   // Creates or migrates the schema once per process (and again after a failure).
   Status EnsureSchema(PgConnection& conn);
   Status Migrate(PgConnection& conn);
@@ -108,6 +112,7 @@ class PostgresJobCache final : public JobCache {
 
   void WriterMain();
   void WriteBatch(std::deque<Pending>& batch);
+  Status ConnectWriter();  // a new writer_conn_ (writer thread)
 
   const PostgresJobCacheOptions options_;
   const std::string schema_quoted_;
