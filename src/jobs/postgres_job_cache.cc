@@ -501,8 +501,16 @@ Status PostgresJobCache::Check() {
   });
 }
 
+PostgresJobCacheStats PostgresJobCache::Stats() {
+  PostgresJobCacheStats stats;
+  stats.failed_writes = failed_writes_.load(std::memory_order_relaxed);
+  std::lock_guard<std::mutex> lock(mu_);
+  stats.waiting = queue_.size();
+  return stats;
+}
+
 void PostgresJobCache::StoreReturn(JobReturn ret, StoreCallback done) {
-  Pending pending{std::move(ret), {}, std::move(done)};
+  Pending pending{std::move(ret), {}, std::move(done), std::chrono::steady_clock::now()};
   if (!ValidText(pending.ret.jid) || !ValidText(pending.ret.minion_id) ||
       !ValidText(pending.ret.out) || pending.ret.jid.empty() || pending.ret.minion_id.empty()) {
     pending.done(Error::InvalidArgument("return: jid, minion id and outputter must be text"));
@@ -529,28 +537,73 @@ void PostgresJobCache::StoreReturn(JobReturn ret, StoreCallback done) {
   cv_.notify_one();
 }
 
+std::size_t PostgresJobCache::QueuedBytes(const Pending& p) {
+  return p.packed.size() + p.ret.jid.size() + p.ret.minion_id.size() + p.ret.out.size() + 64;
+}
+
 void PostgresJobCache::WriterMain() {
   for (;;) {
     std::deque<Pending> batch;
+    bool give_up = false;
     {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
       if (queue_.empty()) break;  // stopping, and everything queued is done
+      // After a failed write, wait before the next try (Shutdown cuts the wait short).
+      if (!stopping_ && std::chrono::steady_clock::now() < retry_after_) {
+        cv_.wait_until(lock, retry_after_, [&] { return stopping_; });
+      }
+      // Stopping with the server gone: what is left fails now rather than one timeout each.
+      give_up = stopping_ && writer_down_;
       std::size_t bytes = 0;
-      while (!queue_.empty() && batch.size() < options_.batch_max &&
-             (batch.empty() || bytes + queue_.front().packed.size() <= options_.batch_max_bytes)) {
-        const Pending& next = queue_.front();
-        const std::size_t size = next.packed.size() + next.ret.jid.size() +
-                                 next.ret.minion_id.size() + next.ret.out.size() + 64;
-        bytes += next.packed.size();
-        queued_bytes_ -= std::min(queued_bytes_, size);
+      while (!queue_.empty() && (give_up || batch.size() < options_.batch_max) &&
+             (batch.empty() || give_up ||
+              bytes + queue_.front().packed.size() <= options_.batch_max_bytes)) {
+        bytes += queue_.front().packed.size();
+        queued_bytes_ -= std::min(queued_bytes_, QueuedBytes(queue_.front()));
         batch.push_back(std::move(queue_.front()));
         queue_.pop_front();
       }
     }
+    if (give_up) {
+      for (Pending& p : batch) p.done(Error::Unavailable("job cache: PostgreSQL is unreachable"));
+      continue;
+    }
     WriteBatch(batch);
   }
   writer_conn_.reset();
+}
+
+void PostgresJobCache::FailOrHold(std::deque<Pending>& batch, const Error& error) {
+  failed_writes_.fetch_add(1, std::memory_order_relaxed);
+  const bool retryable =
+      error.code == ErrorCode::kUnavailable || error.code == ErrorCode::kDeadlineExceeded;
+  const auto now = std::chrono::steady_clock::now();
+  std::deque<Pending> held;
+  for (Pending& p : batch) {
+    if (retryable && now - p.queued < options_.retry_for) {
+      held.push_back(std::move(p));
+    } else {
+      p.done(error);
+    }
+  }
+  if (held.empty()) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) {
+      // Not held across a shutdown: nothing would write them.
+    } else {
+      for (auto it = held.rbegin(); it != held.rend(); ++it) {
+        queued_bytes_ += QueuedBytes(*it);
+        queue_.push_front(std::move(*it));
+      }
+      held.clear();
+      retry_backoff_ = std::clamp(retry_backoff_ * 2, std::chrono::milliseconds(100),
+                                  std::chrono::milliseconds(5000));
+      retry_after_ = now + retry_backoff_;
+    }
+  }
+  for (Pending& p : held) p.done(error);
 }
 
 Status PostgresJobCache::ConnectWriter() {
@@ -586,9 +639,8 @@ void PostgresJobCache::WriteBatch(std::deque<Pending>& batch) {
       firsts.push_back(i);
     }
   }
-  auto fail_all = [&](const Error& error) {
-    for (Pending& p : batch) p.done(error);
-  };
+  // Unreachable server: the batch waits in the queue (up to retry_for) instead of failing.
+  auto fail_all = [&](const Error& error) { FailOrHold(batch, error); };
 
   bool fresh = false;  // the connection was made for this batch
   if (writer_conn_ == nullptr || writer_conn_->broken()) {
@@ -669,6 +721,11 @@ void PostgresJobCache::WriteBatch(std::deque<Pending>& batch) {
   if (writer_down_) {
     spdlog::info("job cache: PostgreSQL reachable again");
     writer_down_ = false;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    retry_backoff_ = std::chrono::milliseconds(0);
+    retry_after_ = {};
   }
   std::set<std::string> stored;
   for (int row = 0; row < inserted->rows(); ++row) {

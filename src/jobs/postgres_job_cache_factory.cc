@@ -76,6 +76,10 @@ Result<PostgresJobCacheOptions> ParsePostgresJobCacheOptions(const JobCacheConte
           if (auto n = ReadInt(value, key, 100, 600'000, problems)) {
             options.operation_timeout = std::chrono::milliseconds(*n);
           }
+        } else if (key == "retry_for_seconds") {
+          if (auto n = ReadInt(value, key, 0, 86'400, problems)) {
+            options.retry_for = std::chrono::seconds(*n);
+          }
         } else if (key == "clean_chunk") {
           if (auto n = ReadInt(value, key, 1, 100'000, problems)) {
             options.clean_chunk = static_cast<std::size_t>(*n);

@@ -9,12 +9,14 @@
 #include <condition_variable>
 #include <cstddef>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -126,6 +128,18 @@ class OutcomeTally {
 
   std::shared_ptr<State> state_;
 };
+
+// Polls `condition` (state that has no notification of its own) until it holds or the
+// deadline passes.
+inline bool WaitUntil(const std::function<bool()>& condition,
+                      std::chrono::seconds deadline = kCallbackDeadline) {
+  const auto end = std::chrono::steady_clock::now() + deadline;
+  while (std::chrono::steady_clock::now() < end) {
+    if (condition()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return condition();
+}
 
 // StoreReturn, then waits for its callback. DeadlineExceeded if it does not come in time.
 inline Result<StoreOutcome> StoreAndWait(JobCache& cache, JobReturn ret,

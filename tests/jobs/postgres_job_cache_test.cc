@@ -47,6 +47,7 @@ class PostgresJobCacheTest : public ::testing::Test {
     PostgresJobCacheOptions options = testing::PgOptions(server_->dsn());
     options.connect_timeout = 2s;
     options.operation_timeout = 2s;
+    options.retry_for = 0s;  // failures are reported at once unless a test says otherwise
     return options;
   }
 
@@ -79,6 +80,43 @@ TEST_F(PostgresJobCacheTest, ReturnsAreRefusedWhileTheServerIsDownAndStoredAfter
   ASSERT_EQ(returns->size(), 2u);
   EXPECT_EQ((*returns)[0].ret, wire::Value(1));
   EXPECT_EQ((*returns)[1].ret, wire::Value(2));
+}
+
+TEST_F(PostgresJobCacheTest, ReturnsWaitForTheServerWithinRetryFor) {
+  PostgresJobCacheOptions options = Options();
+  options.retry_for = 120s;
+  auto cache = testing::OpenPg(options);
+  ASSERT_TRUE(StoreAndWait(*cache, MakeReturn(std::string(kJid), "web0", wire::Value(0))).ok());
+  ASSERT_TRUE(server_->Stop().ok());
+  OutcomeTally tally;
+  cache->StoreReturn(MakeReturn(std::string(kJid), "web1", wire::Value(1)), tally.Callback());
+  // The write was tried and failed, and the return still waits (no callback yet).
+  ASSERT_TRUE(
+      ::halite::jobs::testing::WaitUntil([&] { return cache->Stats().failed_writes >= 2; }));
+  EXPECT_EQ(tally.total(), 0u);
+  EXPECT_EQ(cache->Stats().waiting, 1u);
+  ASSERT_TRUE(server_->Start().ok());
+  ASSERT_TRUE(tally.WaitFor(1));
+  EXPECT_EQ(tally.stored(), 1u) << tally.last_error();
+  auto returns = cache->LoadReturns(kJid);
+  ASSERT_TRUE(returns.ok()) << returns.error().ToString();
+  EXPECT_EQ(returns->size(), 2u);
+}
+
+TEST_F(PostgresJobCacheTest, ShutdownDoesNotWaitOutRetryFor) {
+  PostgresJobCacheOptions options = Options();
+  options.retry_for = 600s;
+  auto cache = testing::OpenPg(options);
+  ASSERT_TRUE(server_->Stop().ok());
+  OutcomeTally tally;
+  for (int i = 0; i < 50; ++i) {
+    cache->StoreReturn(MakeReturn(std::string(kJid), Id("m", i), wire::Value(i)), tally.Callback());
+  }
+  ASSERT_TRUE(
+      ::halite::jobs::testing::WaitUntil([&] { return cache->Stats().failed_writes >= 1; }));
+  cache->Shutdown();  // returns once every callback has run: no 600 s wait
+  EXPECT_EQ(tally.total(), 50u);
+  EXPECT_EQ(tally.errors(), 50u);
 }
 
 TEST_F(PostgresJobCacheTest, AcknowledgedReturnsSurviveAServerCrash) {

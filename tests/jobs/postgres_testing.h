@@ -27,8 +27,8 @@ inline std::string PgTestIp() {
 }
 
 // A server of this process's own (started on first use, stopped at exit).
-inline std::unique_ptr<halite::testing::PgServer> StartPgServer() {
-  auto server = halite::testing::PgServer::Create(PgTestIp());
+inline std::unique_ptr<halite::testing::PgServer> StartPgServer(int port = 5432) {
+  auto server = halite::testing::PgServer::Create(PgTestIp(), port);
   HALITE_CHECK(server.ok()) << "cannot start PostgreSQL for the tests: "
                             << server.error().ToString();
   return std::move(server).value();
@@ -39,7 +39,8 @@ inline const std::string& SharedPgDsn() {
     if (const char* env = std::getenv("HALITE_TEST_PG_DSN"); env != nullptr && *env != '\0') {
       return std::string(env);
     }
-    static std::unique_ptr<halite::testing::PgServer> server = StartPgServer();
+    // Its own port: servers of single tests may reuse its address meanwhile.
+    static std::unique_ptr<halite::testing::PgServer> server = StartPgServer(5433);
     return server->dsn();
   }();
   return dsn;

@@ -57,6 +57,16 @@ struct PostgresJobCacheOptions {
   // Returns waiting for the writer, in bytes; beyond it StoreReturn fails at once
   // (ResourceExhausted) instead of growing without bound while the server is slow.
   std::size_t queue_max_bytes = 256u << 20;
+  // A return that cannot be written because the server is unreachable stays queued and is
+  // tried again (backing off to every 5 s) until it has waited this long; only then does its
+  // callback report the error. 0: report at once. The master acknowledges nothing meanwhile,
+  // and a minion's own resends are answered as duplicates once the first copy lands.
+  std::chrono::milliseconds retry_for{300'000};
+};
+
+struct PostgresJobCacheStats {
+  std::uint64_t failed_writes = 0;  // batches that could not be written
+  std::size_t waiting = 0;          // returns queued for the writer
 };
 
 class PostgresJobCache final : public JobCache {
@@ -88,11 +98,15 @@ class PostgresJobCache final : public JobCache {
   Status Check() override;
   void Shutdown() override;
 
+  // Thread-safe snapshot, for metrics and tests.
+  PostgresJobCacheStats Stats();
+
  private:
   struct Pending {
     JobReturn ret;
     std::string packed;  // msgpack of ret.ret
     StoreCallback done;
+    std::chrono::steady_clock::time_point queued;
   };
   class Pool;
 
@@ -113,6 +127,10 @@ class PostgresJobCache final : public JobCache {
   void WriterMain();
   void WriteBatch(std::deque<Pending>& batch);
   Status ConnectWriter();  // a new writer_conn_ (writer thread)
+  // Writer thread: runs the callbacks with `error`, or puts the returns back at the head of
+  // the queue when the server is unreachable and they have waited less than retry_for.
+  void FailOrHold(std::deque<Pending>& batch, const Error& error);
+  static std::size_t QueuedBytes(const Pending& p);
 
   const PostgresJobCacheOptions options_;
   const std::string schema_quoted_;
@@ -126,10 +144,15 @@ class PostgresJobCache final : public JobCache {
   std::deque<Pending> queue_ HALITE_GUARDED_BY(mu_);
   std::size_t queued_bytes_ HALITE_GUARDED_BY(mu_) = 0;
   bool stopping_ HALITE_GUARDED_BY(mu_) = false;
+  std::chrono::steady_clock::time_point retry_after_ HALITE_GUARDED_BY(mu_);
+  std::chrono::milliseconds retry_backoff_ HALITE_GUARDED_BY(mu_){0};
+  std::atomic<std::uint64_t> failed_writes_{0};
 
   // Writer thread only.
   std::unique_ptr<PgConnection> writer_conn_;
-  bool writer_down_ = false;  // the last batch could not reach the server (log on change)
+  // The last batch could not reach the server (log on change). Read by WriterMain under mu_
+  // only as a hint for shutdown; written by the writer thread alone.
+  std::atomic<bool> writer_down_{false};
 
   std::mutex shutdown_mu_;
   std::thread writer_;
@@ -137,7 +160,8 @@ class PostgresJobCache final : public JobCache {
 
 // postgres_job_cache_factory.cc: the YAML side. Keys: dsn (required), schema, batch_max
 // (1..100000), pool_size (1..64), connect_timeout_ms, operation_timeout_ms (100..600000),
-// clean_chunk (1..100000). InvalidArgument lists every problem (unknown keys included).
+// retry_for_seconds (0..86400), clean_chunk (1..100000). InvalidArgument lists every problem
+// (unknown keys included).
 Result<PostgresJobCacheOptions> ParsePostgresJobCacheOptions(const JobCacheContext& context,
                                                              const YAML::Node& options);
 Result<std::unique_ptr<JobCache>> CreatePostgresJobCache(const JobCacheContext& context,
