@@ -259,6 +259,9 @@ std::string MasterDaemon::Impl::Metrics() {
   line("halite_returns_total", id + ",outcome=\"stored\"", counters.returns_stored.load());
   line("halite_returns_total", id + ",outcome=\"duplicate\"", counters.returns_duplicate.load());
   line("halite_returns_total", id + ",outcome=\"failed\"", counters.returns_failed.load());
+  help("halite_returns_in_flight", "gauge",
+       "Returns received and not yet durable (held while the job cache is unreachable).");
+  line("halite_returns_in_flight", id, static_cast<double>(counters.returns_in_flight.load()));
   help("halite_job_cache_write_seconds", "histogram", "Time from a return's arrival to durable.");
   for (std::size_t i = 0; i < master::kLatencyBucketCount; ++i) {
     char le[32];

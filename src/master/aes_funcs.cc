@@ -85,9 +85,11 @@ void HandleReturn(MasterContext& ctx, AesRequest req) {
   auto reply = std::move(req.reply);
   MasterContext* c = &ctx;
   auto started = std::chrono::steady_clock::now();
+  ctx.counters->returns_in_flight++;
   ctx.job_cache->StoreReturn(
       std::move(r), [c, reply = std::move(reply), tag = std::move(tag), event = std::move(load),
                      started](Result<jobs::StoreOutcome> outcome) mutable {
+        c->counters->returns_in_flight--;
         c->counters->ObserveStoreLatency(std::chrono::steady_clock::now() - started);
         if (!outcome.ok()) {
           // Not durable: do not acknowledge. The minion re-authenticates and sends again.

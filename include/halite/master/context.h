@@ -46,6 +46,8 @@ struct Counters {
   std::atomic<std::uint64_t> returns_stored{0};
   std::atomic<std::uint64_t> returns_duplicate{0};
   std::atomic<std::uint64_t> returns_failed{0};
+  // Returns handed to the job cache and not yet durable or failed (held while it is down).
+  std::atomic<std::int64_t> returns_in_flight{0};
   std::atomic<std::uint64_t> publishes{0};
   std::atomic<std::uint64_t> bad_requests{0};
   std::atomic<std::uint64_t> events_rejected{0};

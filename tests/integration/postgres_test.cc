@@ -1,0 +1,207 @@
+// Masters on the PostgreSQL job cache, with a real server the test starts and stops (issue:
+// PostgreSQL job cache, acceptance).
+#include <gtest/gtest.h>
+#include <libpq-fe.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "harness.h"
+#include "pg_server.h"
+
+namespace halite::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+std::string JobCacheYaml(const PgServer& pg, const std::string& schema) {
+  return "master_job_cache: postgres\njob_cache:\n  dsn: '" + pg.dsn() + "'\n  schema: " + schema +
+         "\n  retry_for_seconds: 600\n";
+}
+
+// One number from the server: "SELECT count(*) ...".
+std::optional<long> QueryCount(const PgServer& pg, const std::string& sql) {
+  PGconn* conn = PQconnectdb(pg.dsn().c_str());
+  std::optional<long> value;
+  if (PQstatus(conn) == CONNECTION_OK) {
+    PGresult* result = PQexec(conn, sql.c_str());
+    if (PQresultStatus(result) == PGRES_TUPLES_OK && PQntuples(result) == 1) {
+      value = std::atol(PQgetvalue(result, 0, 0));
+    }
+    PQclear(result);
+  }
+  PQfinish(conn);
+  return value;
+}
+
+// The value of the first metric line that starts with `name` ("name{...} value").
+std::optional<double> Metric(const std::string& ip, int port, const std::string& name) {
+  auto r = halite::testing::Run({"/usr/bin/curl", "-s", "--max-time", "5",
+                                 "http://" + ip + ":" + std::to_string(port) + "/metrics"});
+  std::size_t at = 0;
+  while ((at = r.out.find(name, at)) != std::string::npos) {
+    if (at == 0 || r.out[at - 1] == '\n') {
+      const auto space = r.out.find(' ', at);
+      const auto end = r.out.find('\n', at);
+      if (space != std::string::npos && space < end) {
+        return std::stod(r.out.substr(space + 1, end - space - 1));
+      }
+    }
+    at += name.size();
+  }
+  return std::nullopt;
+}
+
+std::string JidFrom(const std::string& verbose_output) {
+  const auto pos = verbose_output.find("jid ");
+  return pos == std::string::npos ? "" : verbose_output.substr(pos + 4, 20);
+}
+
+class PostgresTest : public ::testing::Test {
+ protected:
+  void StartPostgres() {
+    auto server = PgServer::Create(UniqueLoopbackIp());
+    ASSERT_TRUE(server.ok()) << server.error().ToString();
+    pg_ = std::move(server).value();
+  }
+
+  MinionUnderTest& AddMinion(const std::string& id, const std::string& master_ip) {
+    MinionSpec spec;
+    spec.id = id;
+    spec.master_ip = master_ip;
+    minions_.push_back(std::make_unique<MinionUnderTest>(tmp_.path(), spec));
+    minions_.back()->Start();
+    return *minions_.back();
+  }
+
+  void WaitUntilAllAnswer(MasterUnderTest& master) {
+    std::string last;
+    bool ok = WaitFor(
+        [&] {
+          auto r = master.Cli("halite", {"-t", "3", "--out", "txt", "*", "test.ping"});
+          last = r.out + r.err;
+          return r.exit_code == 0 &&
+                 std::count(r.out.begin(), r.out.end(), '\n') == static_cast<long>(minions_.size());
+        },
+        90s, 500ms);
+    ASSERT_TRUE(ok) << "not every minion answered; last output:\n" << last;
+  }
+
+  TempDir tmp_;
+  std::unique_ptr<PgServer> pg_;
+  std::vector<std::unique_ptr<MasterUnderTest>> masters_;
+  std::vector<std::unique_ptr<MinionUnderTest>> minions_;
+};
+
+TEST_F(PostgresTest, ThreeMastersOnOneDatabaseEachAnswerLookupJidCompletely) {
+  StartPostgres();
+  std::vector<std::string> ips;
+  for (int i = 0; i < 3; ++i) ips.push_back(UniqueLoopbackIp());
+  for (int i = 0; i < 3; ++i) {
+    MasterSpec spec;
+    spec.id = ips[i];
+    spec.ip = ips[i];
+    spec.auto_accept = true;
+    spec.cluster_id = "c1";
+    spec.shared_dir = tmp_.path() / "shared";
+    for (int j = 0; j < 3; ++j) {
+      if (j != i) spec.cluster_peers.push_back(ips[j]);
+    }
+    spec.extra_yaml = JobCacheYaml(*pg_, "cluster_jobs");
+    masters_.push_back(std::make_unique<MasterUnderTest>(tmp_.path(), spec));
+  }
+  for (auto& m : masters_) m->StartAsync();
+  for (auto& m : masters_) m->WaitReady();
+  AddMinion("alpha", ips[0]);
+  AddMinion("beta", ips[1]);
+  AddMinion("gamma", ips[2]);
+  WaitUntilAllAnswer(*masters_[1]);
+
+  auto job = masters_[1]->Cli("halite", {"-v", "--out", "txt", "*", "test.echo", "in-postgres"});
+  ASSERT_EQ(job.exit_code, 0) << job.out << job.err;
+  const std::string jid = JidFrom(job.out);
+  ASSERT_EQ(jid.size(), 20u) << job.out;
+  for (auto& master : masters_) {
+    auto lookup = master->Cli("halite-run", {"--out", "txt", "jobs.lookup_jid", jid});
+    ASSERT_EQ(lookup.exit_code, 0) << lookup.err;
+    EXPECT_EQ(lookup.out, "alpha: in-postgres\nbeta: in-postgres\ngamma: in-postgres\n")
+        << "on master " << master->ip();
+    auto listed = master->Cli("halite-run", {"--out", "json", "jobs.list_jobs"});
+    ASSERT_EQ(listed.exit_code, 0) << listed.err;
+    EXPECT_NE(listed.out.find(jid), std::string::npos) << listed.out;
+  }
+  // The rows are in the database, and the shared folder holds no job files.
+  EXPECT_EQ(QueryCount(*pg_, "SELECT count(*) FROM cluster_jobs.returns WHERE jid = '" + jid + "'"),
+            3);
+  EXPECT_EQ(
+      QueryCount(*pg_, "SELECT count(*) FROM cluster_jobs.job_minions WHERE jid = '" + jid + "'"),
+      3);
+  EXPECT_FALSE(std::filesystem::exists(tmp_.path() / "shared" / "cache" / "jobs"));
+}
+
+TEST_F(PostgresTest, StoppingPostgresMidJobLosesNoReturnAndTheJobCompletesAfter) {
+  StartPostgres();
+  MasterSpec spec;
+  spec.ip = UniqueLoopbackIp();
+  spec.id = spec.ip;
+  spec.auto_accept = true;
+  spec.health_port = 4510;
+  spec.extra_yaml = JobCacheYaml(*pg_, "jobs");
+  masters_.push_back(std::make_unique<MasterUnderTest>(tmp_.path(), spec));
+  MasterUnderTest& master = *masters_[0];
+  master.Start();
+  for (const char* id : {"m1", "m2", "m3"}) AddMinion(id, spec.ip);
+  WaitUntilAllAnswer(master);
+  const std::string stored_metric =
+      "halite_returns_total{master=\"" + spec.ip + "\",outcome=\"stored\"}";
+  const auto stored_before = Metric(spec.ip, 4510, stored_metric);
+  ASSERT_TRUE(stored_before.has_value());
+
+  auto job = master.Cli("halite", {"--async", "*", "cmd.run", "sleep 2; echo done"});
+  ASSERT_EQ(job.exit_code, 0) << job.out << job.err;
+  const auto pos = job.out.find("job ID: ");
+  ASSERT_NE(pos, std::string::npos) << job.out;
+  const std::string jid = job.out.substr(pos + 8, 20);
+  ASSERT_TRUE(pg_->Stop().ok());
+
+  // Every minion's return reaches the master while the database is away: held, not
+  // acknowledged, and /health says why.
+  bool held = WaitFor(
+      [&] {
+        auto in_flight = Metric(spec.ip, 4510, "halite_returns_in_flight");
+        return in_flight && *in_flight >= 3;
+      },
+      60s, 100ms);
+  ASSERT_TRUE(held) << master.Log();
+  auto health = halite::testing::Run({"/usr/bin/curl", "-s", "-w", "\n%{http_code}", "--max-time",
+                                      "5", "http://" + spec.ip + ":4510/health"});
+  EXPECT_NE(health.out.find("job cache"), std::string::npos) << health.out;
+  EXPECT_NE(health.out.find("\n503"), std::string::npos) << health.out;
+  EXPECT_EQ(Metric(spec.ip, 4510, stored_metric), stored_before);  // nothing acknowledged
+
+  ASSERT_TRUE(pg_->Start().ok());
+  std::string last;
+  bool complete = WaitFor(
+      [&] {
+        auto lookup = master.Cli("halite-run", {"--out", "txt", "jobs.lookup_jid", jid});
+        last = lookup.out + lookup.err;
+        return lookup.exit_code == 0 && lookup.out == "m1: done\nm2: done\nm3: done\n";
+      },
+      60s, 200ms);
+  ASSERT_TRUE(complete) << last << "\n" << master.Log();
+  EXPECT_TRUE(WaitFor([&] { return Metric(spec.ip, 4510, "halite_returns_in_flight") == 0.0; }));
+  EXPECT_EQ(QueryCount(*pg_, "SELECT count(*) FROM jobs.returns WHERE jid = '" + jid + "'"), 3);
+  EXPECT_EQ(Metric(spec.ip, 4510, stored_metric), *stored_before + 3);
+  std::string code;
+  EXPECT_TRUE(WaitFor([&] {
+    code = halite::testing::Run({"/usr/bin/curl", "-s", "-o", "/dev/null", "-w", "%{http_code}",
+                                 "--max-time", "5", "http://" + spec.ip + ":4510/health"})
+               .out;
+    return code == "200";
+  })) << code;
+}
+
+}  // namespace
+}  // namespace halite::testing
