@@ -44,7 +44,7 @@ TEST(LocalJobCacheFactoryTest, ListsEveryProblem) {
   EXPECT_NE(message.find("batch_max"), std::string::npos) << message;
   EXPECT_NE(message.find("max_delay_ms"), std::string::npos) << message;
   EXPECT_NE(message.find("'always'"), std::string::npos) << message;
-  EXPECT_NE(message.find("unknown key 'fsync'"), std::string::npos) << message;
+  EXPECT_NE(message.find("job_cache.fsync: unknown key"), std::string::npos) << message;
   EXPECT_NE(message.find("io_threads"), std::string::npos) << message;
 }
 

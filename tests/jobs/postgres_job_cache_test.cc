@@ -317,7 +317,8 @@ TEST(PostgresJobCacheOptionsTest, ListsEveryProblem) {
   auto options = ParsePostgresJobCacheOptions({"/tmp/x", "m"}, node);
   ASSERT_FALSE(options.ok());
   EXPECT_EQ(options.error().code, ErrorCode::kInvalidArgument);
-  for (const char* part : {"batch_max", "pool_size", "unknown key 'colour'", "dsn"}) {
+  for (const char* part : {"job_cache.batch_max", "job_cache.pool_size",
+                           "job_cache.colour: unknown key", "job_cache.dsn"}) {
     EXPECT_NE(options.error().message.find(part), std::string::npos)
         << part << " in " << options.error().message;
   }
