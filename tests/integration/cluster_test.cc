@@ -47,18 +47,9 @@ class ClusterTest : public ::testing::Test {
   // Every minion answers a test.ping published on `master`: the cluster is wired up.
   void WaitUntilAllAnswer(MasterUnderTest& master) {
     std::string last;
-    bool ok = WaitFor(
-        [&] {
-          auto r = master.Cli("halite", {"-t", "3", "--out", "txt", "*", "test.ping"});
-          last = r.out + r.err;
-          if (r.exit_code != 0) return false;
-          for (const auto& m : minions_) {
-            (void)m;
-          }
-          return std::count(r.out.begin(), r.out.end(), '\n') == static_cast<long>(minions_.size());
-        },
-        90s, 500ms);
-    ASSERT_TRUE(ok) << "not every minion answered; last output:\n" << last;
+    ASSERT_TRUE(EveryMinionAnswers(master, "*", {"test.ping"}, minions_.size(), &last))
+        << "not every minion answered; last output:\n"
+        << last;
   }
 
   TempDir tmp_;

@@ -45,15 +45,7 @@ class HaproxyTest : public ::testing::Test {
   // `halite` on `master` until every minion answers (the cluster and HAProxy are wired).
   bool AllAnswer(MasterUnderTest& master, const std::vector<std::string>& fun, std::string* last,
                  std::chrono::seconds timeout = 90s) {
-    return WaitFor(
-        [&] {
-          std::vector<std::string> args{"-t", "5", "--out", "txt", "web*"};
-          args.insert(args.end(), fun.begin(), fun.end());
-          auto r = master.Cli("halite", args);
-          *last = r.out + r.err;
-          return r.exit_code == 0 && std::count(r.out.begin(), r.out.end(), '\n') == 4;
-        },
-        timeout, 500ms);
+    return EveryMinionAnswers(master, "web*", fun, 4, last, timeout);
   }
 
   TempDir tmp_;

@@ -5,12 +5,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
-#include <stdexcept>
 #include <cstring>
 #include <fstream>
 #include <iostream>
 #include <sstream>
+#include <stdexcept>
 #include <thread>
 
 using namespace std::chrono_literals;
@@ -335,5 +336,20 @@ void MinionUnderTest::Kill() {
 }
 bool MinionUnderTest::Alive() { return process_ && process_->Alive(); }
 std::string MinionUnderTest::Log() const { return ReadFileOrEmpty(dir_ / "minion.log"); }
+
+bool EveryMinionAnswers(MasterUnderTest& master, const std::string& target,
+                        const std::vector<std::string>& fun, std::size_t lines, std::string* last,
+                        std::chrono::seconds timeout) {
+  return WaitFor(
+      [&] {
+        std::vector<std::string> args{"-t", "5", "--out", "txt", target};
+        args.insert(args.end(), fun.begin(), fun.end());
+        auto r = master.Cli("halite", args);
+        *last = r.out + r.err;
+        return r.exit_code == 0 &&
+               static_cast<std::size_t>(std::count(r.out.begin(), r.out.end(), '\n')) == lines;
+      },
+      timeout, std::chrono::milliseconds(500));
+}
 
 }  // namespace halite::testing

@@ -67,6 +67,15 @@ bool WaitFor(const std::function<bool()>& condition,
              std::chrono::milliseconds timeout = std::chrono::seconds(30),
              std::chrono::milliseconds step = std::chrono::milliseconds(50));
 
+class MasterUnderTest;
+
+// `halite -t <t> --out txt <target> <fun...>` on `master` until it exits 0 printing exactly
+// `lines` lines (every targeted minion answered) or `timeout` passes. `last` gets the last
+// output (stdout and stderr), for the failure message.
+bool EveryMinionAnswers(MasterUnderTest& master, const std::string& target,
+                        const std::vector<std::string>& fun, std::size_t lines, std::string* last,
+                        std::chrono::seconds timeout = std::chrono::seconds(90));
+
 struct MasterSpec {
   std::string id = "m1";
   std::string ip;

@@ -76,17 +76,12 @@ class PostgresTest : public ::testing::Test {
     return *minions_.back();
   }
 
+  // Every minion answers a test.ping published on `master`: the cluster is wired up.
   void WaitUntilAllAnswer(MasterUnderTest& master) {
     std::string last;
-    bool ok = WaitFor(
-        [&] {
-          auto r = master.Cli("halite", {"-t", "3", "--out", "txt", "*", "test.ping"});
-          last = r.out + r.err;
-          return r.exit_code == 0 &&
-                 std::count(r.out.begin(), r.out.end(), '\n') == static_cast<long>(minions_.size());
-        },
-        90s, 500ms);
-    ASSERT_TRUE(ok) << "not every minion answered; last output:\n" << last;
+    ASSERT_TRUE(EveryMinionAnswers(master, "*", {"test.ping"}, minions_.size(), &last))
+        << "not every minion answered; last output:\n"
+        << last;
   }
 
   TempDir tmp_;
