@@ -4,7 +4,9 @@
 #include <benchmark/benchmark.h>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
+#include <cstdlib>
 #include <filesystem>
 #include <mutex>
 
@@ -19,19 +21,19 @@ namespace {
 using halite::wire::Value;
 
 Value TypicalReturn() {
-  return Value::MapOf({{"cmd", "_return"},
-                       {"id", "minion-0042"},
-                       {"success", true},
-                       {"return", Value::MapOf({{"pid", 4242},
-                                                {"retcode", 0},
-                                                {"stdout", std::string(200, 'x')},
-                                                {"stderr", ""}})},
-                       {"retcode", 0},
-                       {"jid", "20261129120000123456"},
-                       {"fun", "cmd.run_all"},
-                       {"fun_args", Value(halite::wire::Array{"uptime"})},
-                       {"nonce", "0123456789abcdef0123456789abcdef"},
-                       {"ts", 1700000000}});
+  return Value::MapOf(
+      {{"cmd", "_return"},
+       {"id", "minion-0042"},
+       {"success", true},
+       {"return",
+        Value::MapOf(
+            {{"pid", 4242}, {"retcode", 0}, {"stdout", std::string(200, 'x')}, {"stderr", ""}})},
+       {"retcode", 0},
+       {"jid", "20261129120000123456"},
+       {"fun", "cmd.run_all"},
+       {"fun_args", Value(halite::wire::Array{"uptime"})},
+       {"nonce", "0123456789abcdef0123456789abcdef"},
+       {"ts", 1700000000}});
 }
 
 void BM_MsgpackPackReturn(benchmark::State& state) {
@@ -95,18 +97,25 @@ void BM_X931Recover(benchmark::State& state) {
 }
 BENCHMARK(BM_X931Recover);
 
-// Durable returns per second into the local_cache backend: `range(0)` returns in flight.
-void BM_LocalCacheDurableReturns(benchmark::State& state) {
+// Durable returns per second into one job cache backend: `range(0)` returns in flight.
+// `options` is the backend's YAML (postgres: {dsn: ...}).
+void BM_DurableReturns(benchmark::State& state, const std::string& backend,
+                       const YAML::Node& options) {
   auto dir = std::filesystem::temp_directory_path() / "halite-bench-jobcache";
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   halite::jobs::JobCacheRegistry registry;
   halite::jobs::RegisterBuiltinJobCaches(registry);
-  auto cache = registry.Create("local_cache", {dir, "bench"}, YAML::Node(YAML::NodeType::Map));
+  auto cache = registry.Create(backend, {dir, "bench"}, options);
   if (!cache.ok()) {
     state.SkipWithError(cache.error().message.c_str());
     return;
   }
+  // A fresh jid per run, so that a database backend does not count earlier runs' rows as
+  // duplicates.
+  const std::string jid =
+      "2026" +
+      std::to_string(std::chrono::system_clock::now().time_since_epoch().count()).substr(0, 16);
   std::int64_t n = 0;
   const std::int64_t batch = state.range(0);
   for (auto _ : state) {
@@ -115,7 +124,7 @@ void BM_LocalCacheDurableReturns(benchmark::State& state) {
     std::int64_t done = 0;
     for (std::int64_t i = 0; i < batch; ++i, ++n) {
       halite::jobs::JobReturn r;
-      r.jid = "20261129120000123456";
+      r.jid = jid;
       r.minion_id = "minion-" + std::to_string(n);
       r.ret = Value(true);
       r.retcode = 0;
@@ -133,8 +142,35 @@ void BM_LocalCacheDurableReturns(benchmark::State& state) {
   (*cache)->Shutdown();
   std::filesystem::remove_all(dir);
 }
-BENCHMARK(BM_LocalCacheDurableReturns)->Arg(1)->Arg(64)->Arg(1024)->UseRealTime();
+
+// One BM_DurableReturns/<backend> per built-in backend. Postgres runs only when
+// HALITE_BENCH_PG_DSN names a database to write into.
+void RegisterDurableReturns() {
+  halite::jobs::JobCacheRegistry registry;
+  halite::jobs::RegisterBuiltinJobCaches(registry);
+  for (const std::string& backend : registry.Names()) {
+    YAML::Node options(YAML::NodeType::Map);
+    if (backend == "postgres") {
+      const char* dsn = std::getenv("HALITE_BENCH_PG_DSN");
+      if (dsn == nullptr) continue;
+      options["dsn"] = dsn;
+    }
+    benchmark::RegisterBenchmark(("BM_DurableReturns/" + backend).c_str(), BM_DurableReturns,
+                                 backend, options)
+        ->Arg(1)
+        ->Arg(64)
+        ->Arg(1024)
+        ->UseRealTime();
+  }
+}
 
 }  // namespace
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  RegisterDurableReturns();
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
