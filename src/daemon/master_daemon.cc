@@ -33,6 +33,7 @@ using master::MasterContext;
 
 struct MasterDaemon::Impl {
   config::MasterConfig config;
+  std::unique_ptr<keys::GroupSync> key_sync;  // the key store's fsyncs, grouped
   std::unique_ptr<keys::KeyStore> key_store;
   std::unique_ptr<master::MinionKeys> minion_keys;
   std::unique_ptr<master::SessionKeys> session_keys;
@@ -412,7 +413,10 @@ Result<std::unique_ptr<MasterDaemon>> MasterDaemon::Create(config::MasterConfig 
     aes_key_string = wire::Crypticle::GenerateKeyString();
   }
 
-  HALITE_ASSIGN_OR_RETURN(impl->key_store, keys::FsKeyStore::Open(impl->shared_pki));
+  HALITE_ASSIGN_OR_RETURN(impl->key_sync,
+                          keys::GroupSync::Open({impl->shared_pki, "key-sync", nullptr}));
+  HALITE_ASSIGN_OR_RETURN(impl->key_store,
+                          keys::FsKeyStore::Open(impl->shared_pki, impl->key_sync.get()));
   impl->minion_keys = std::make_unique<master::MinionKeys>(*impl->key_store);
   impl->session_keys =
       std::make_unique<master::SessionKeys>(cachedir / "sessions", cfg.publish_session);
@@ -641,6 +645,7 @@ void MasterDaemon::Stop() {
   if (impl.health_checker.joinable()) impl.health_checker.join();
   if (impl.request_server) impl.request_server->StopIntake();
   if (impl.workers) impl.workers->Shutdown();
+  if (impl.key_sync) impl.key_sync->Shutdown();  // answers the sign-ins waiting for a flush
   if (impl.job_cache) impl.job_cache->Shutdown();
   if (impl.request_loop) impl.request_loop->Stop();
   if (impl.cluster_loop) impl.cluster_loop->Stop();
