@@ -448,6 +448,14 @@ Result<std::unique_ptr<MasterDaemon>> MasterDaemon::Create(config::MasterConfig 
 
   impl->zmq_context.set(zmq::ctxopt::max_sockets, 65535);
   impl->zmq_context.set(zmq::ctxopt::io_threads, 1);
+  // ZMQ_ZERO_COPY_RECV (10; in libzmq 4.3's draft header, honoured by stable builds) off:
+  // received frames are copied out of the connection's 8 KiB read buffer instead of pinning
+  // it, so an idle connection keeps one buffer instead of two. About 6.5 KiB of RSS less per
+  // minion (docs/benchmarks.md); requests are small, so the copy costs nothing measurable.
+  constexpr int kZmqZeroCopyRecv = 10;
+  if (zmq_ctx_set(impl->zmq_context.handle(), kZmqZeroCopyRecv, 0) != 0) {
+    spdlog::debug("this libzmq has no ZMQ_ZERO_COPY_RECV; keeping zero-copy receives");
+  }
   impl->publisher_loop = std::make_unique<transport::ZmqLoop>("publisher");
   impl->request_loop = std::make_unique<transport::ZmqLoop>("req-server");
   impl->workers = std::make_unique<transport::WorkerPool>(
