@@ -26,6 +26,7 @@
 #include "halite/transport/zmq_loop.h"
 #include "halite/wire/crypticle.h"
 #include "halite/wire/event.h"
+#include "halite/wire/rsa.h"
 
 namespace halite::daemon {
 
@@ -243,6 +244,12 @@ std::string MasterDaemon::Impl::Metrics() {
     out += "# HELP " + name + " " + text + "\n# TYPE " + name + " " + type + "\n";
   };
   const std::string id = "master=\"" + config.id + "\"";
+  const wire::RsaOperationCounts rsa = wire::RsaOperationsSoFar();
+  help("halite_rsa_operations_total", "counter",
+       "RSA operations by kind (private: decrypt, sign; public: encrypt, verify).");
+  line("halite_rsa_operations_total", id + ",kind=\"private\"",
+       static_cast<double>(rsa.private_ops));
+  line("halite_rsa_operations_total", id + ",kind=\"public\"", static_cast<double>(rsa.public_ops));
   help("halite_requests_total", "counter", "Requests by command.");
   for (std::size_t i = 0; i < master::kCountedCommandCount; ++i) {
     line("halite_requests_total", id + ",cmd=\"" + master::kCountedCommands[i] + "\"",
