@@ -69,7 +69,8 @@ Status SyncDir(const fs::path& dir) {
 
 // Writes a complete, synced temp file next to `path` and returns its name. The caller moves it
 // into place or unlinks it.
-Result<fs::path> WriteTempFile(const fs::path& path, std::string_view content, mode_t mode) {
+Result<fs::path> WriteTempFile(const fs::path& path, std::string_view content, mode_t mode,
+                               Sync sync = Sync::kDurable) {
   const fs::path dir = DirOf(path);
   // Bounded so that the temp name fits NAME_MAX (255) even for a 255-byte file name.
   const std::string base = "." + path.filename().string().substr(0, 128) + ".tmp-";
@@ -85,7 +86,7 @@ Result<fs::path> WriteTempFile(const fs::path& path, std::string_view content, m
     if (status.ok() && ::fchmod(fd.get(), mode) != 0) {
       status = ErrnoError(errno, "chmod " + Quote(temp));
     }
-    if (status.ok() && ::fsync(fd.get()) != 0) {
+    if (status.ok() && sync == Sync::kDurable && ::fsync(fd.get()) != 0) {
       status = ErrnoError(errno, "fsync " + Quote(temp));
     }
     if (int err = fd.Close(); status.ok() && err != 0) {
@@ -122,13 +123,14 @@ Error ErrnoError(int err, std::string_view what) {
   }
 }
 
-Status WriteFileAtomic(const fs::path& path, std::string_view content, mode_t mode) {
-  HALITE_ASSIGN_OR_RETURN(fs::path temp, WriteTempFile(path, content, mode));
+Status WriteFileAtomic(const fs::path& path, std::string_view content, mode_t mode, Sync sync) {
+  HALITE_ASSIGN_OR_RETURN(fs::path temp, WriteTempFile(path, content, mode, sync));
   if (::rename(temp.c_str(), path.c_str()) != 0) {
     Error error = ErrnoError(errno, "rename to " + Quote(path));
     ::unlink(temp.c_str());
     return error;
   }
+  if (sync == Sync::kNone) return OkStatus();
   return SyncDir(DirOf(path));
 }
 
@@ -184,12 +186,13 @@ Status RemoveFile(const fs::path& path) {
   return SyncDir(DirOf(path));
 }
 
-Status EnsureDir(const fs::path& path, mode_t mode) {
+Status EnsureDir(const fs::path& path, mode_t mode, Sync sync) {
   if (path.empty()) return Error::InvalidArgument("empty directory path");
   for (int attempt = 0; attempt < 2; ++attempt) {
     if (::mkdir(path.c_str(), mode) == 0) {
       // mkdir applies the umask; the caller asked for exactly `mode`.
       if (::chmod(path.c_str(), mode) != 0) return ErrnoError(errno, "chmod " + Quote(path));
+      if (sync == Sync::kNone) return OkStatus();
       return SyncDir(DirOf(path));
     }
     const int err = errno;
@@ -204,7 +207,7 @@ Status EnsureDir(const fs::path& path, mode_t mode) {
     if (err != ENOENT || attempt > 0) return ErrnoError(err, "mkdir " + Quote(path));
     const fs::path parent = path.parent_path();
     if (parent.empty() || parent == path) return ErrnoError(err, "mkdir " + Quote(path));
-    HALITE_RETURN_IF_ERROR(EnsureDir(parent, mode));
+    HALITE_RETURN_IF_ERROR(EnsureDir(parent, mode, sync));
   }
   return Error::Internal("unreachable: mkdir " + Quote(path));
 }

@@ -73,12 +73,16 @@ Result<std::vector<std::string>> RegularFiles(const fs::path& dir) {
 }  // namespace
 
 Result<std::unique_ptr<FsKeyStore>> FsKeyStore::Open(fs::path root) {
+  return Open(std::move(root), nullptr);
+}
+
+Result<std::unique_ptr<FsKeyStore>> FsKeyStore::Open(fs::path root, GroupSync* group_sync) {
   HALITE_RETURN_IF_ERROR(EnsureDir(root, kDirMode));
   for (KeyState state : kAllStates) {
     HALITE_RETURN_IF_ERROR(EnsureDir(root / KeyStateDir(state), kDirMode));
   }
   HALITE_RETURN_IF_ERROR(EnsureDir(root / kAutosignDir, kDirMode));
-  return std::unique_ptr<FsKeyStore>(new FsKeyStore(std::move(root)));
+  return std::unique_ptr<FsKeyStore>(new FsKeyStore(std::move(root), group_sync));
 }
 
 Result<fs::path> FsKeyStore::KeyPath(KeyState state, std::string_view id) const {
@@ -94,7 +98,18 @@ Result<std::string> FsKeyStore::Read(KeyState state, std::string_view id) {
 
 Status FsKeyStore::Write(KeyState state, std::string_view id, std::string_view pem) {
   HALITE_ASSIGN_OR_RETURN(fs::path path, KeyPath(state, id));
-  return WriteFileAtomic(path, pem, kKeyFileMode);
+  if (group_sync_ == nullptr) return WriteFileAtomic(path, pem, kKeyFileMode);
+  HALITE_RETURN_IF_ERROR(WriteFileAtomic(path, pem, kKeyFileMode, Sync::kNone));
+  group_sync_->Wrote(std::move(path));
+  return OkStatus();
+}
+
+void FsKeyStore::AfterDurable(std::function<void(Status)> done) {
+  if (group_sync_ == nullptr) {
+    done(OkStatus());
+    return;
+  }
+  group_sync_->AfterDurable(std::move(done));
 }
 
 Status FsKeyStore::Remove(KeyState state, std::string_view id) {

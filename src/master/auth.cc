@@ -46,6 +46,30 @@ wire::Value RetMap(wire::Value ret, const std::string* nonce) {
   return m;
 }
 
+// The reply frame: the clear load for v1, else the packed load with the master's signature.
+std::string SignedReply(const MasterContext& ctx, const wire::Value& inner, int version,
+                        wire::SigHash sig_algo) {
+  if (version <= 1) return wire::Pack(wire::Value::MapOf({{"enc", "clear"}, {"load", inner}}));
+  std::string inner_bytes = wire::Pack(inner);
+  auto sig = ctx.signing_key->Sign(inner_bytes, sig_algo);
+  if (!sig.ok()) {
+    spdlog::error("cannot sign auth reply: {}", sig.error().ToString());
+    return PackPlain("Server-side exception handling payload");
+  }
+  return wire::Pack(wire::Value::MapOf(
+      {{"enc", "clear"}, {"load", std::move(inner_bytes)}, {"sig", std::move(*sig)}}));
+}
+
+void FireAuthEvent(MasterContext& ctx, const std::string& id, const std::string* pub, bool result,
+                   const std::string& act) {
+  if (!ctx.config->auth_events) return;
+  wire::Value data = wire::Value::MapOf({{"result", result}});
+  if (!act.empty()) data.Set("act", act);
+  data.Set("id", id);
+  data.Set("pub", pub ? *pub : std::string());
+  ctx.events->Fire("salt/auth", std::move(data));
+}
+
 }  // namespace
 
 void HandleAuth(MasterContext& ctx, const wire::Value& load, int version,
@@ -68,27 +92,10 @@ void HandleAuth(MasterContext& ctx, const wire::Value& load, int version,
     return;
   }
   auto send_signed = [&](const wire::Value& inner) {
-    if (version <= 1) {
-      reply(wire::Pack(wire::Value::MapOf({{"enc", "clear"}, {"load", inner}})));
-      return;
-    }
-    std::string inner_bytes = wire::Pack(inner);
-    auto sig = ctx.signing_key->Sign(inner_bytes, *sig_algo);
-    if (!sig.ok()) {
-      spdlog::error("cannot sign auth reply: {}", sig.error().ToString());
-      reply(PackPlain("Server-side exception handling payload"));
-      return;
-    }
-    reply(wire::Pack(wire::Value::MapOf(
-        {{"enc", "clear"}, {"load", std::move(inner_bytes)}, {"sig", std::move(*sig)}})));
+    reply(SignedReply(ctx, inner, version, *sig_algo));
   };
   auto fire = [&](bool result, const std::string& act) {
-    if (!ctx.config->auth_events || !id) return;
-    wire::Value data = wire::Value::MapOf({{"result", result}});
-    if (!act.empty()) data.Set("act", act);
-    data.Set("id", *id);
-    data.Set("pub", pub ? *pub : std::string());
-    ctx.events->Fire("salt/auth", std::move(data));
+    if (id) FireAuthEvent(ctx, *id, pub, result, act);
   };
 
   if (!id || !pub || !keys::ValidMinionId(*id)) {
@@ -165,10 +172,23 @@ void HandleAuth(MasterContext& ctx, const wire::Value& load, int version,
   ret.Set("session", std::move(*session_ct));
   ret.Set("sig", std::move(*sig));
   if (version > 1 && nonce) ret.Set("nonce", *nonce);
-  ctx.counters->auth_accepted++;
-  spdlog::debug("auth of {}: accepted", *id);
-  fire(true, decision->act.empty() ? "accept" : decision->act);
-  send_signed(ret);
+  // "Accepted" goes out only once the key written for it is durable. The key store groups
+  // those syncs, so the RSA work above overlapped the flush and no worker waits for it.
+  ctx.key_store->AfterDurable(
+      [c = &ctx, reply = std::move(reply), bytes = SignedReply(ctx, ret, version, *sig_algo),
+       id = *id, pub = *pub, act = decision->act.empty() ? std::string("accept") : decision->act,
+       full = RetMap("full", nonce), version, sig_algo = *sig_algo](Status durable) {
+        if (!durable.ok()) {
+          c->counters->auth_errors++;
+          spdlog::error("auth of {}: accepted key not durable: {}", id, durable.error().ToString());
+          reply(SignedReply(*c, full, version, sig_algo));
+          return;
+        }
+        c->counters->auth_accepted++;
+        spdlog::debug("auth of {}: accepted", id);
+        FireAuthEvent(*c, id, &pub, true, act);
+        reply(bytes);
+      });
 }
 
 }  // namespace halite::master

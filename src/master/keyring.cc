@@ -24,6 +24,11 @@ Result<std::filesystem::path> WriteTemp(const std::filesystem::path& path,
   std::filesystem::path tmp = path;
   tmp += ".tmp." + std::to_string(::getpid()) + "." + std::to_string(temp_counter++);
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0 && errno == ENOENT) {
+    // The directory is made on first use (or again, if someone removed it).
+    HALITE_RETURN_IF_ERROR(keys::EnsureDir(path.parent_path(), 0700, keys::Sync::kNone));
+    fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  }
   if (fd < 0) return Error::Unavailable("open " + tmp.string() + ": " + std::strerror(errno));
   ssize_t n = ::write(fd, content.data(), content.size());
   int err = errno;
@@ -131,7 +136,6 @@ Result<SessionKeys::Entry> SessionKeys::LoadOrCreate(std::string_view id) {
       return Entry{std::make_shared<const wire::Crypticle>(std::move(*fresh)), now};
     }
     // Missing: exactly one creator wins on a shared directory; others read its key.
-    HALITE_RETURN_IF_ERROR(keys::EnsureDir(dir_, 0700));
     auto fresh = wire::Crypticle::FromKeyString(wire::Crypticle::GenerateKeyString());
     HALITE_CHECK(fresh.ok());
     HALITE_ASSIGN_OR_RETURN(bool created, CreateFile(path, fresh->key_string()));

@@ -19,11 +19,16 @@ namespace halite::master {
 Status MinionData::Store(std::string_view id, const wire::Value& grains,
                          const wire::Value& pillar) {
   const std::filesystem::path dir = dir_ / std::string(id);
-  HALITE_RETURN_IF_ERROR(keys::EnsureDir(dir_, 0700));
-  HALITE_RETURN_IF_ERROR(keys::EnsureDir(dir, 0700));
-  wire::Value data = wire::Value::MapOf({{"grains", grains}, {"pillar", pillar}});
-  HALITE_RETURN_IF_ERROR(
-      keys::WriteFileAtomic(dir / "data.p", wire::Pack(data, wire::Packing::kBinType), 0600));
+  const std::string bytes = wire::Pack(wire::Value::MapOf({{"grains", grains}, {"pillar", pillar}}),
+                                       wire::Packing::kBinType);
+  // A cache (Salt does not sync it either): no fsync, which would cap the rate of minion
+  // starts at the disk's flush rate, and the directory is made only when the write says so.
+  Status written = keys::WriteFileAtomic(dir / "data.p", bytes, 0600, keys::Sync::kNone);
+  if (!written.ok() && written.error().code == ErrorCode::kNotFound) {
+    HALITE_RETURN_IF_ERROR(keys::EnsureDir(dir, 0700, keys::Sync::kNone));
+    written = keys::WriteFileAtomic(dir / "data.p", bytes, 0600, keys::Sync::kNone);
+  }
+  HALITE_RETURN_IF_ERROR(written);
   std::lock_guard lock(mu_);
   cache_.erase(std::string(id));
   return OkStatus();

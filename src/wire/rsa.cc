@@ -12,6 +12,8 @@
 #include <openssl/rsa.h>
 #include <openssl/x509.h>
 
+#include <atomic>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -19,6 +21,11 @@
 
 namespace halite::wire {
 namespace {
+
+std::atomic<std::uint64_t> private_ops{0};
+std::atomic<std::uint64_t> public_ops{0};
+void CountPrivate() { private_ops.fetch_add(1, std::memory_order_relaxed); }
+void CountPublic() { public_ops.fetch_add(1, std::memory_order_relaxed); }
 
 constexpr int kMinBits = 512;
 constexpr int kMaxBits = 16384;  // OPENSSL_RSA_MAX_MODULUS_BITS: larger keys are unusable
@@ -274,6 +281,7 @@ std::string RsaPublicKey::ToPem() const {
 }
 
 Result<std::string> RsaPublicKey::Encrypt(std::string_view plaintext, OaepHash hash) const {
+  CountPublic();
   PkeyCtx ctx = NewCtx(pkey_.get());
   const EVP_MD* md = OaepMd(hash);
   if (EVP_PKEY_encrypt_init(ctx.get()) != 1 ||
@@ -297,6 +305,7 @@ Result<std::string> RsaPublicKey::Encrypt(std::string_view plaintext, OaepHash h
 
 Status RsaPublicKey::Verify(std::string_view message, std::string_view signature,
                             SigHash hash) const {
+  CountPublic();
   if (signature.size() != size_bytes()) {
     return Error::Unauthenticated("RSA signature has the wrong length");
   }
@@ -317,6 +326,7 @@ Status RsaPublicKey::Verify(std::string_view message, std::string_view signature
 }
 
 Result<std::string> RsaPublicKey::X931Recover(std::string_view signature) const {
+  CountPublic();
   const std::size_t k = size_bytes();
   if (signature.size() != k) {
     return Error::InvalidArgument("X9.31 signature has the wrong length");
@@ -379,6 +389,7 @@ RsaPublicKey RsaPrivateKey::PublicKey() const {
 }
 
 Result<std::string> RsaPrivateKey::Decrypt(std::string_view ciphertext, OaepHash hash) const {
+  CountPrivate();
   if (ciphertext.size() != size_bytes()) {
     return Error::InvalidArgument("RSA-OAEP ciphertext has the wrong length");
   }
@@ -405,6 +416,7 @@ Result<std::string> RsaPrivateKey::Decrypt(std::string_view ciphertext, OaepHash
 }
 
 Result<std::string> RsaPrivateKey::Sign(std::string_view message, SigHash hash) const {
+  CountPrivate();
   MdCtx md_ctx(EVP_MD_CTX_new());
   HALITE_CHECK(md_ctx != nullptr) << "OpenSSL call failed";
   EVP_PKEY_CTX* pctx = nullptr;  // owned by md_ctx
@@ -426,6 +438,7 @@ Result<std::string> RsaPrivateKey::Sign(std::string_view message, SigHash hash) 
 }
 
 Result<std::string> RsaPrivateKey::X931Sign(std::string_view message) const {
+  CountPrivate();
   const std::size_t k = size_bytes();
   if (message.size() + 2 > k) {
     return Error::InvalidArgument("X9.31: message longer than the key allows");
@@ -443,6 +456,10 @@ Result<std::string> RsaPrivateKey::X931Sign(std::string_view message) const {
 
 std::size_t RsaPrivateKey::size_bytes() const {
   return static_cast<std::size_t>(EVP_PKEY_get_size(pkey_.get()));
+}
+
+RsaOperationCounts RsaOperationsSoFar() {
+  return {private_ops.load(std::memory_order_relaxed), public_ops.load(std::memory_order_relaxed)};
 }
 
 }  // namespace halite::wire

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <future>
 #include <string>
 #include <vector>
 
@@ -177,6 +178,46 @@ TEST_F(FsKeyStoreTest, ZeroTimeoutNeverExpiresStubs) {
   ASSERT_TRUE(WriteFileAtomic(stub, "", 0600).ok());
   Age(stub, minutes(100000));
   EXPECT_TRUE(store_->ConsumeAutosignStub("web1", minutes(0)).value());
+}
+
+}  // namespace
+}  // namespace halite::keys
+
+namespace halite::keys {
+namespace {
+
+TEST(FsKeyStoreGroupSyncTest, WritesWaitForTheGroupFlushAndWithoutOneAreDurableAtOnce) {
+  char name[] = "/tmp/halite-keys-store-sync-XXXXXX";
+  ASSERT_NE(::mkdtemp(name), nullptr);
+  const fs::path dir = name;
+  std::vector<std::vector<fs::path>> flushed;
+  {
+    auto sync = GroupSync::Open({dir, "test-sync", [&](const std::vector<fs::path>& files) {
+                                   flushed.push_back(files);
+                                   return OkStatus();
+                                 }});
+    ASSERT_TRUE(sync.ok());
+    auto store = FsKeyStore::Open(dir / "pki", sync->get());
+    ASSERT_TRUE(store.ok()) << store.error().ToString();
+    ASSERT_TRUE((*store)->Write(KeyState::kAccepted, "web1", kPem).ok());
+    EXPECT_EQ((*store)->Read(KeyState::kAccepted, "web1").value(), kPem);
+    std::promise<Status> durable;
+    (*store)->AfterDurable([&](Status st) { durable.set_value(std::move(st)); });
+    auto future = durable.get_future();
+    ASSERT_EQ(future.wait_for(std::chrono::seconds(30)), std::future_status::ready);
+    EXPECT_TRUE(future.get().ok());
+    ASSERT_EQ(flushed.size(), 1u);
+    EXPECT_EQ(flushed[0], std::vector<fs::path>{dir / "pki" / "minions" / "web1"});
+  }
+  // A store without a GroupSync syncs every Write, so AfterDurable answers at once.
+  auto plain = FsKeyStore::Open(dir / "pki");
+  ASSERT_TRUE(plain.ok());
+  ASSERT_TRUE((*plain)->Write(KeyState::kPending, "web2", kPem).ok());
+  bool answered = false;
+  (*plain)->AfterDurable([&](Status st) { answered = st.ok(); });
+  EXPECT_TRUE(answered);
+  std::error_code ec;
+  fs::remove_all(dir, ec);
 }
 
 }  // namespace

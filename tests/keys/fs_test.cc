@@ -48,6 +48,20 @@ class FsTest : public testing::Test {
   fs::path dir_;
 };
 
+TEST_F(FsTest, UnsyncedWritesAndDirectoriesBehaveLikeSyncedOnes) {
+  const fs::path path = dir_ / "cache" / "m1" / "data.p";
+  ASSERT_TRUE(EnsureDir(path.parent_path(), 0700, Sync::kNone).ok());
+  EXPECT_EQ(ModeOf(path.parent_path()), 0700u);
+  ASSERT_TRUE(WriteFileAtomic(path, "one", 0600, Sync::kNone).ok());
+  ASSERT_TRUE(WriteFileAtomic(path, "two", 0600, Sync::kNone).ok());
+  EXPECT_EQ(ReadFile(path).value(), "two");
+  EXPECT_EQ(ModeOf(path), 0600u);
+  // A missing directory is NotFound, which lets a cache writer make it only when needed.
+  Status missing = WriteFileAtomic(dir_ / "nope" / "f", "x", 0600, Sync::kNone);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.error().code, ErrorCode::kNotFound);
+}
+
 TEST_F(FsTest, WriteFileAtomicCreatesAndReplacesWithMode) {
   const fs::path path = dir_ / "file";
   ASSERT_TRUE(WriteFileAtomic(path, "first", 0644).ok());

@@ -710,3 +710,25 @@ TEST_F(RsaProtocolVectorTest, PublishSignatureMatches) {
 
 }  // namespace
 }  // namespace halite::wire
+
+namespace halite::wire {
+namespace {
+
+TEST(RsaOperationCountTest, EachOperationCountsOnceByKind) {
+  auto key = RsaPrivateKey::Generate(1024).value();
+  RsaPublicKey pub = key.PublicKey();
+  const RsaOperationCounts before = RsaOperationsSoFar();
+  std::string ct = pub.Encrypt("secret", OaepHash::kSha1).value();
+  ASSERT_EQ(key.Decrypt(ct, OaepHash::kSha1).value(), "secret");
+  std::string sig = key.Sign("message", SigHash::kSha1).value();
+  ASSERT_TRUE(pub.Verify("message", sig, SigHash::kSha1).ok());
+  std::string x931 = key.X931Sign("salt").value();
+  ASSERT_EQ(pub.X931Recover(x931).value(), "salt");
+  const RsaOperationCounts after = RsaOperationsSoFar();
+  // Other tests in this binary run sequentially, so the differences are exact.
+  EXPECT_EQ(after.private_ops - before.private_ops, 3u);
+  EXPECT_EQ(after.public_ops - before.public_ops, 3u);
+}
+
+}  // namespace
+}  // namespace halite::wire

@@ -20,12 +20,19 @@ namespace halite::keys {
 // -> Unavailable. The message is "<what>: <strerror>".
 Error ErrnoError(int err, std::string_view what);
 
+// Whether a write must survive a crash once the call returns. kNone is for caches, and for
+// writers that make a batch durable later in one go (keys::GroupSync): the data and the new
+// name reach the disk whenever the kernel writes them back.
+enum class Sync { kDurable, kNone };
+
 // Replaces `path` with `content` so that readers see either the old or the new file, never a
 // torn one: a uniquely named temp file in the same directory (".<name>.tmp-<random>") is
 // written, chmod'ed to `mode`, fsync'ed and renamed over `path`, then the directory is
 // fsync'ed. When several writers race, the last rename wins. The temp file is removed on
-// failure.
-Status WriteFileAtomic(const std::filesystem::path& path, std::string_view content, mode_t mode);
+// failure. With Sync::kNone both fsyncs are skipped: after a crash the file may be the old
+// one, missing, or (on file systems that do not order data before the rename) empty.
+Status WriteFileAtomic(const std::filesystem::path& path, std::string_view content, mode_t mode,
+                       Sync sync = Sync::kDurable);
 
 // Creates `path` with `content` and `mode` only if nothing is there yet. Returns true when this
 // call created it and false when the path already existed (content untouched). The file
@@ -45,7 +52,8 @@ Status RemoveFile(const std::filesystem::path& path);
 
 // Creates `path` and any missing parents. Directories made here get exactly `mode` (umask does
 // not apply); existing ones are left as they are. FailedPrecondition when something that is
-// not a directory is in the way. Safe when another process creates the same directory.
-Status EnsureDir(const std::filesystem::path& path, mode_t mode);
+// not a directory is in the way. Safe when another process creates the same directory. A new
+// directory's parent is fsync'ed unless `sync` is Sync::kNone.
+Status EnsureDir(const std::filesystem::path& path, mode_t mode, Sync sync = Sync::kDurable);
 
 }  // namespace halite::keys

@@ -1,6 +1,7 @@
 // FsKeyStore: the KeyStore on a local or shared filesystem, in Salt's exact layout, so
-// salt-key habits and scripts keep working. Holds no state besides the root path, so it is
-// thread-safe and safe with other processes on the same directory; every call blocks on disk.
+// salt-key habits and scripts keep working. Holds no state besides the root path (and the
+// optional GroupSync), so it is thread-safe and safe with other processes on the same
+// directory; every call but AfterDurable blocks on disk.
 #pragma once
 
 #include <sys/types.h>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "halite/common/result.h"
+#include "halite/keys/group_sync.h"
 #include "halite/keys/key_store.h"
 
 namespace halite::keys {
@@ -26,10 +28,16 @@ class FsKeyStore final : public KeyStore {
   // Creates `root` and minions, minions_pre, minions_rejected, minions_denied and
   // minions_autosign under it (mode 0700) where missing; existing directories keep their mode.
   static Result<std::unique_ptr<FsKeyStore>> Open(std::filesystem::path root);
+  // As above, but Write leaves the fsyncs to `group_sync` (which must outlive the store and
+  // cover `root`'s file system): a storm of new keys then costs a few flushes, not two fsyncs
+  // per key. Remove still syncs at once.
+  static Result<std::unique_ptr<FsKeyStore>> Open(std::filesystem::path root,
+                                                  GroupSync* group_sync);
 
   // KeyStore:
   Result<std::string> Read(KeyState state, std::string_view id) override;
   Status Write(KeyState state, std::string_view id, std::string_view pem) override;
+  void AfterDurable(std::function<void(Status)> done) override;
   Status Remove(KeyState state, std::string_view id) override;
   Result<std::vector<std::string>> List(KeyState state) override;
   Result<bool> ConsumeAutosignStub(std::string_view id, std::chrono::minutes timeout) override;
@@ -38,12 +46,14 @@ class FsKeyStore final : public KeyStore {
   const std::filesystem::path& root() const override { return root_; }
 
  private:
-  explicit FsKeyStore(std::filesystem::path root) : root_(std::move(root)) {}
+  FsKeyStore(std::filesystem::path root, GroupSync* group_sync)
+      : root_(std::move(root)), group_sync_(group_sync) {}
 
   // root_/<dir of state>/<id>; InvalidArgument for an invalid id.
   Result<std::filesystem::path> KeyPath(KeyState state, std::string_view id) const;
 
   const std::filesystem::path root_;
+  GroupSync* const group_sync_;  // null: every Write syncs
 };
 
 }  // namespace halite::keys

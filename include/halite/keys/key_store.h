@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -47,8 +48,14 @@ class KeyStore {
   // The stored key text. NotFound if there is none (absent, or the path is not a regular
   // file, as Salt's os.path.isfile sees it).
   virtual Result<std::string> Read(KeyState state, std::string_view id) = 0;
-  // Stores `pem` verbatim (no newline added), replacing any earlier key atomically.
+  // Stores `pem` verbatim (no newline added), replacing any earlier key atomically. Durable
+  // on return, unless the store groups its syncs: then only once AfterDurable says so.
   virtual Status Write(KeyState state, std::string_view id, std::string_view pem) = 0;
+  // Runs `done` once every Write that returned before this call is durable: with OkStatus, or
+  // with the error that kept it from stable storage. Does not block on disk: `done` runs
+  // either at once on the caller's thread or later on a thread of the store's, so it must be
+  // quick and must not call into the store.
+  virtual void AfterDurable(std::function<void(Status)> done) = 0;
   // NotFound if there is no key to remove.
   virtual Status Remove(KeyState state, std::string_view id) = 0;
   // The ids in `state`, sorted. Hidden names (leading '.', which covers temp files) and

@@ -1,6 +1,7 @@
 // The minion data cache (salt-wire 9.5): <cachedir>/minions/<id>/data.p = msgpack-bin
-// {grains, pillar}, written on `_pillar`, read for grain targeting. Files are shared by every
-// master of a cluster; reads are cached by mtime. Thread-safe; blocks on disk: call from
+// {grains, pillar}, written on `_pillar` (atomically, but not fsync'ed: it is a cache), read
+// for grain targeting. Files are shared by every master of a cluster; reads are cached by
+// mtime. Thread-safe; blocks on disk: call from
 // worker threads.
 #pragma once
 

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -98,5 +99,15 @@ class RsaPrivateKey {
 
   std::shared_ptr<evp_pkey_st> pkey_;  // never null; never mutated after construction
 };
+
+// Process-wide counts of RSA operations since start, over every key and thread (relaxed
+// atomics: cheap, and exact once the counted calls have returned). Private: Decrypt, Sign,
+// X931Sign. Public: Encrypt, Verify, X931Recover. For /metrics and the benchmarks, which
+// price a sign-in in RSA operations.
+struct RsaOperationCounts {
+  std::uint64_t private_ops = 0;
+  std::uint64_t public_ops = 0;
+};
+RsaOperationCounts RsaOperationsSoFar();
 
 }  // namespace halite::wire
