@@ -86,6 +86,7 @@ void ReadAll(YamlMapReader& r, MasterConfig& c) {
 
   r.ReadInt("health_port", c.health_port, 0, kMaxPort);
   r.ReadInt("max_request_bytes", c.max_request_bytes, 1024, std::int64_t{1} << 32);
+  r.ReadDuration("auth_queue_timeout_ms", c.auth_queue_timeout_ms, 0, 600000);
   r.ReadInt("return_batch_max", c.return_batch_max, 1, 1000000);
   r.ReadDuration("return_fsync_interval_ms", c.return_fsync_interval_ms, 0, 60000);
 }

@@ -261,6 +261,7 @@ std::string MasterDaemon::Impl::Metrics() {
   line("halite_auth_total", id + ",result=\"rejected\"", counters.auth_rejected.load());
   line("halite_auth_total", id + ",result=\"denied\"", counters.auth_denied.load());
   line("halite_auth_total", id + ",result=\"error\"", counters.auth_errors.load());
+  line("halite_auth_total", id + ",result=\"shed\"", counters.auth_shed.load());
   help("halite_publishes_total", "counter", "Jobs published from this master.");
   line("halite_publishes_total", id, counters.publishes.load());
   help("halite_returns_total", "counter", "Job returns by outcome.");
@@ -541,8 +542,9 @@ Result<std::unique_ptr<MasterDaemon>> MasterDaemon::Create(config::MasterConfig 
   MasterContext* ctx_ptr = &impl->ctx;
   impl->request_server = std::make_unique<master::RequestServer>(
       impl->zmq_context, *impl->request_loop, *impl->workers,
-      [ctx_ptr](std::string body, master::RequestServer::Reply reply) {
-        master::HandleRequest(*ctx_ptr, std::move(body), std::move(reply));
+      [ctx_ptr](std::string body, master::RequestServer::Reply reply,
+                std::chrono::steady_clock::time_point received) {
+        master::HandleRequest(*ctx_ptr, std::move(body), std::move(reply), received);
       },
       req_options);
   return std::unique_ptr<MasterDaemon>(new MasterDaemon(std::move(impl)));

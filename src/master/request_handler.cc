@@ -30,7 +30,8 @@ void Counters::ObserveStoreLatency(std::chrono::steady_clock::duration d) {
       static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(d).count());
 }
 
-void HandleRequest(MasterContext& ctx, std::string body, std::function<void(std::string)> reply) {
+void HandleRequest(MasterContext& ctx, std::string body, std::function<void(std::string)> reply,
+                   std::chrono::steady_clock::time_point received) {
   auto bad = [&](std::string_view why) {
     ctx.counters->bad_requests++;
     spdlog::debug("bad request: {}", why);
@@ -55,6 +56,16 @@ void HandleRequest(MasterContext& ctx, std::string body, std::function<void(std:
     const std::string* cmd = load->FindStr("cmd");
     ctx.counters->CountRequest(cmd ? *cmd : "other");
     if (cmd && *cmd == "_auth") {
+      const auto waited = std::chrono::steady_clock::now() - received;
+      if (ctx.config->auth_queue_timeout_ms.count() > 0 &&
+          waited > ctx.config->auth_queue_timeout_ms) {
+        // Its minion has given up on it and sent another: the RSA work would be wasted.
+        ctx.counters->auth_shed++;
+        spdlog::debug("_auth waited {} ms for a worker; dropped",
+                      std::chrono::duration_cast<std::chrono::milliseconds>(waited).count());
+        reply(std::string());
+        return;
+      }
       HandleAuth(ctx, *load, version, std::move(reply));
       return;
     }

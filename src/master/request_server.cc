@@ -95,15 +95,16 @@ void RequestServer::OnReadable() {
       SendReply(std::move(*envelope), std::move(reply_body));
     });
   };
-  workers_.Post([this, body = std::move(body), reply = std::move(reply)]() mutable {
-    handler_(std::move(body), std::move(reply));
+  workers_.Post([this, body = std::move(body), reply = std::move(reply),
+                 received = std::chrono::steady_clock::now()]() mutable {
+    handler_(std::move(body), std::move(reply), received);
   });
 }
 
 void RequestServer::SendReply(std::vector<zmq::message_t> envelope, std::string body) {
   HALITE_DCHECK(loop_.IsCurrentThread());
   replied_++;
-  if (!router_) return;
+  if (!router_ || body.empty()) return;  // empty: dropped on purpose (Handler)
   try {
     for (auto& part : envelope) router_->send(part, zmq::send_flags::sndmore);
     router_->send(zmq::buffer(body), zmq::send_flags::dontwait);

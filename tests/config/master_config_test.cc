@@ -124,6 +124,7 @@ TEST(MasterConfigTest, EmptyDocumentGivesSaltDefaults) {
     EXPECT_EQ(c.cluster_pool_port, 4520);
     EXPECT_EQ(c.health_port, 4510);
     EXPECT_EQ(c.max_request_bytes, 100u * 1024 * 1024);
+    EXPECT_EQ(c.auth_queue_timeout_ms, std::chrono::milliseconds(4000));
     EXPECT_EQ(c.return_batch_max, 512);
     EXPECT_EQ(c.return_fsync_interval_ms, std::chrono::milliseconds(0));
   }
@@ -186,6 +187,7 @@ cluster_pki_dir: /shared/pki
 cluster_pool_port: 14520
 health_port: 0
 max_request_bytes: 1048576
+auth_queue_timeout_ms: 250
 return_batch_max: 64
 return_fsync_interval_ms: 5
 )");
@@ -243,6 +245,7 @@ return_fsync_interval_ms: 5
   EXPECT_EQ(c.cluster_pool_port, 14520);
   EXPECT_EQ(c.health_port, 0);
   EXPECT_EQ(c.max_request_bytes, 1048576u);
+  EXPECT_EQ(c.auth_queue_timeout_ms, std::chrono::milliseconds(250));
   EXPECT_EQ(c.return_batch_max, 64);
   EXPECT_EQ(c.return_fsync_interval_ms, std::chrono::milliseconds(5));
 }

@@ -352,4 +352,21 @@ bool EveryMinionAnswers(MasterUnderTest& master, const std::string& target,
       timeout, std::chrono::milliseconds(500));
 }
 
+std::optional<double> Metric(const std::string& ip, int port, const std::string& name) {
+  auto r = halite::testing::Run({"/usr/bin/curl", "-s", "--max-time", "5",
+                                 "http://" + ip + ":" + std::to_string(port) + "/metrics"});
+  std::size_t at = 0;
+  while ((at = r.out.find(name, at)) != std::string::npos) {
+    if (at == 0 || r.out[at - 1] == '\n') {
+      const auto space = r.out.find(' ', at);
+      const auto end = r.out.find('\n', at);
+      if (space != std::string::npos && space < end) {
+        return std::stod(r.out.substr(space + 1, end - space - 1));
+      }
+    }
+    at += name.size();
+  }
+  return std::nullopt;
+}
+
 }  // namespace halite::testing

@@ -76,6 +76,10 @@ bool EveryMinionAnswers(MasterUnderTest& master, const std::string& target,
                         const std::vector<std::string>& fun, std::size_t lines, std::string* last,
                         std::chrono::seconds timeout = std::chrono::seconds(90));
 
+// The value of the first line of http://ip:port/metrics that starts with `name` (a metric
+// name with its labels, e.g. `halite_auth_total{master="m1",result="shed"}`).
+std::optional<double> Metric(const std::string& ip, int port, const std::string& name);
+
 struct MasterSpec {
   std::string id = "m1";
   std::string ip;

@@ -5,6 +5,7 @@
 
 #include "halite/client/local_client.h"
 #include "halite/keys/fs.h"
+#include "halite/wire/encoding.h"
 #include "halite/wire/event.h"
 #include "harness.h"
 #include "raw_client.h"
@@ -383,6 +384,75 @@ TEST_F(MasterTest, RestartKeepsKeysAndJobHistory) {
   EXPECT_NE(listed.out.find("web1"), std::string::npos) << listed.out;
   auto jobs = again.Cli("halite-run", {"--out", "json", "jobs.list_jobs"});
   EXPECT_NE(jobs.out.find(jid), std::string::npos) << jobs.out;
+}
+
+}  // namespace
+}  // namespace halite::testing
+
+namespace halite::testing {
+namespace {
+
+TEST_F(MasterTest, SignInsThatWaitedPastTheQueueLimitAreDroppedUnanswered) {
+  // One worker and a 1 ms queue limit: in a burst of sign-ins, those queued behind the others'
+  // RSA work (>= 0.2 ms each) are dropped, as a minion that timed out would have resent them.
+  MasterSpec spec =
+      Spec("m1", /*auto_accept=*/true, "worker_threads: 1\nauth_queue_timeout_ms: 1\n");
+  spec.ip = UniqueLoopbackIp();
+  spec.health_port = 4510;
+  MasterUnderTest master(tmp_.path(), spec);
+  master.Start();
+
+  constexpr int kBurst = 40;
+  const wire::RsaPrivateKey key = NewKey();
+  const std::string pub = wire::CleanKey(key.PublicKey().ToPem());
+  std::vector<zmq::socket_t> sockets;
+  std::vector<std::string> bodies;
+  for (int i = 0; i < kBurst; ++i) {
+    sockets.emplace_back(ctx_, zmq::socket_type::req);
+    sockets.back().set(zmq::sockopt::linger, 0);
+    sockets.back().connect(RetEndpoint(master));
+    wire::Value load = wire::Value::MapOf({{"cmd", "_auth"},
+                                           {"id", "burst" + std::to_string(i)},
+                                           {"nonce", wire::RandomNonce()},
+                                           {"enc_algo", "OAEP-SHA1"},
+                                           {"sig_algo", "PKCS1v15-SHA1"},
+                                           {"pub", pub}});
+    bodies.push_back(
+        wire::Pack(wire::Value::MapOf({{"enc", "clear"}, {"load", load}, {"version", 3}})));
+  }
+  // Every socket is connected before the burst, so the requests arrive together.
+  for (auto& s : sockets) {
+    zmq::pollitem_t item{s.handle(), 0, ZMQ_POLLOUT, 0};
+    ASSERT_EQ(zmq::poll(&item, 1, std::chrono::milliseconds(10000)), 1);
+  }
+  for (int i = 0; i < kBurst; ++i) {
+    ASSERT_TRUE(sockets[i].send(zmq::buffer(bodies[i]), zmq::send_flags::none));
+  }
+  const std::string shed_metric = "halite_auth_total{master=\"m1\",result=\"shed\"}";
+  const std::string accepted_metric = "halite_auth_total{master=\"m1\",result=\"accepted\"}";
+  // Every request is either answered or dropped, and the counters say which.
+  int answered = 0;
+  std::vector<bool> done(kBurst, false);
+  double shed = 0, accepted = 0;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        for (int i = 0; i < kBurst; ++i) {
+          if (done[i]) continue;
+          zmq::message_t reply;
+          if (sockets[i].recv(reply, zmq::recv_flags::dontwait)) {
+            done[i] = true;
+            ++answered;
+          }
+        }
+        shed = Metric(spec.ip, 4510, shed_metric).value_or(-1);
+        accepted = Metric(spec.ip, 4510, accepted_metric).value_or(-1);
+        return shed >= 0 && accepted >= 0 && answered == static_cast<int>(accepted) &&
+               shed + accepted == kBurst;
+      },
+      60s, 20ms))
+      << "answered " << answered << ", accepted " << accepted << ", shed " << shed;
+  EXPECT_GE(shed, 1);
+  EXPECT_EQ(answered + static_cast<int>(shed), kBurst);
 }
 
 }  // namespace

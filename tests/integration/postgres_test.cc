@@ -36,24 +36,6 @@ std::optional<long> QueryCount(const PgServer& pg, const std::string& sql) {
   return value;
 }
 
-// The value of the first metric line that starts with `name` ("name{...} value").
-std::optional<double> Metric(const std::string& ip, int port, const std::string& name) {
-  auto r = halite::testing::Run({"/usr/bin/curl", "-s", "--max-time", "5",
-                                 "http://" + ip + ":" + std::to_string(port) + "/metrics"});
-  std::size_t at = 0;
-  while ((at = r.out.find(name, at)) != std::string::npos) {
-    if (at == 0 || r.out[at - 1] == '\n') {
-      const auto space = r.out.find(' ', at);
-      const auto end = r.out.find('\n', at);
-      if (space != std::string::npos && space < end) {
-        return std::stod(r.out.substr(space + 1, end - space - 1));
-      }
-    }
-    at += name.size();
-  }
-  return std::nullopt;
-}
-
 std::string JidFrom(const std::string& verbose_output) {
   const auto pos = verbose_output.find("jid ");
   return pos == std::string::npos ? "" : verbose_output.substr(pos + 4, 20);

@@ -93,8 +93,12 @@ struct MasterConfig {
   std::uint16_t cluster_pool_port = 4520;
 
   // --- halite's own. ---
-  std::uint16_t health_port = 4510;                       // 0: disabled
-  std::uint64_t max_request_bytes = 100 * 1024 * 1024;    // larger request frames are rejected
+  std::uint16_t health_port = 4510;                     // 0: disabled
+  std::uint64_t max_request_bytes = 100 * 1024 * 1024;  // larger request frames are rejected
+  // An `_auth` that waited longer than this for a worker is dropped unanswered: its minion has
+  // timed out (Salt's auth_timeout is 5 s) and sent it again, so the RSA work would be wasted
+  // and would feed a retry storm. 0: never dropped.
+  std::chrono::milliseconds auth_queue_timeout_ms{4000};
   int return_batch_max = 512;                             // job returns per group commit
   std::chrono::milliseconds return_fsync_interval_ms{0};  // group commit wait; 0: none
 };

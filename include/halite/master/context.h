@@ -43,6 +43,7 @@ struct Counters {
   std::atomic<std::uint64_t> auth_rejected{0};
   std::atomic<std::uint64_t> auth_denied{0};
   std::atomic<std::uint64_t> auth_errors{0};
+  std::atomic<std::uint64_t> auth_shed{0};  // dropped: waited past auth_queue_timeout_ms
   std::atomic<std::uint64_t> returns_stored{0};
   std::atomic<std::uint64_t> returns_duplicate{0};
   std::atomic<std::uint64_t> returns_failed{0};
@@ -75,6 +76,10 @@ struct MasterContext {
 
 // Answers one request body (salt-wire 3.3); `reply` is called exactly once, possibly later
 // from another thread (returns are acknowledged only once durable).
-void HandleRequest(MasterContext& ctx, std::string body, std::function<void(std::string)> reply);
+// `received` is when the request server read it: an `_auth` older than
+// config->auth_queue_timeout_ms is dropped unanswered (reply("")).
+void HandleRequest(
+    MasterContext& ctx, std::string body, std::function<void(std::string)> reply,
+    std::chrono::steady_clock::time_point received = std::chrono::steady_clock::now());
 
 }  // namespace halite::master

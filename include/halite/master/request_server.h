@@ -6,6 +6,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
@@ -33,7 +34,11 @@ class RequestServer {
   // Exactly-once reply: thread-safe, callable from any thread, at any later time.
   using Reply = std::function<void(std::string body)>;
   // Runs on a worker thread.
-  using Handler = std::function<void(std::string body, Reply reply)>;
+  // `received`: when the request server read the request (queueing time is now - received).
+  // Calling `reply` with an empty body sends nothing: the request is dropped (counted as
+  // answered).
+  using Handler = std::function<void(std::string body, Reply reply,
+                                     std::chrono::steady_clock::time_point received)>;
 
   RequestServer(zmq::context_t& context, transport::ZmqLoop& loop, transport::WorkerPool& workers,
                 Handler handler, RequestServerOptions options);
