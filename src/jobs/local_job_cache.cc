@@ -2,7 +2,6 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <linux/magic.h>
 #include <pthread.h>
 #include <spdlog/spdlog.h>
 #include <stdio.h>  // renameat2, RENAME_NOREPLACE
@@ -21,6 +20,7 @@
 #include <unordered_set>
 #include <utility>
 
+#include "halite/common/file_system.h"
 #include "halite/jobs/job_summary.h"
 #include "halite/wire/encoding.h"
 #include "halite/wire/msgpack.h"
@@ -178,21 +178,6 @@ bool IsStorableMinionId(std::string_view id) {
 bool IsMinionsFile(std::string_view name) {
   // ".minions.p" and the syndics' ".minions.<syndic_id>.p".
   return name == kMinionsFile || (name.starts_with(".minions.") && name.ends_with(".p"));
-}
-
-// File systems where syncfs(2) may not reach stable storage on the server.
-bool SyncfsMayNotPersist(unsigned long type) {
-  switch (type) {
-    case FUSE_SUPER_MAGIC:
-    case NFS_SUPER_MAGIC:
-    case SMB_SUPER_MAGIC:
-    case CIFS_SUPER_MAGIC:
-    case 0xFE534D42UL:  // SMB2
-    case V9FS_MAGIC:
-      return true;
-    default:
-      return false;
-  }
 }
 
 wire::Value ReturnRecord(const JobReturn& ret) {

@@ -1,7 +1,6 @@
 #include "halite/keys/group_sync.h"
 
 #include <fcntl.h>
-#include <linux/magic.h>
 #include <pthread.h>
 #include <sys/statfs.h>
 #include <unistd.h>
@@ -10,27 +9,13 @@
 #include <cerrno>
 #include <set>
 
+#include "halite/common/file_system.h"
 #include "halite/keys/fs.h"
 
 namespace halite::keys {
 namespace {
 
 namespace fs = std::filesystem;
-
-// File systems where syncfs(2) may not reach stable storage on the server.
-bool SyncfsMayNotPersist(unsigned long type) {
-  switch (type) {
-    case FUSE_SUPER_MAGIC:
-    case NFS_SUPER_MAGIC:
-    case SMB_SUPER_MAGIC:
-    case CIFS_SUPER_MAGIC:
-    case 0xFE534D42UL:  // SMB2
-    case V9FS_MAGIC:
-      return true;
-    default:
-      return false;
-  }
-}
 
 Status FsyncPath(const fs::path& path, int flags) {
   const int fd = ::open(path.c_str(), flags | O_CLOEXEC);
