@@ -379,8 +379,8 @@ Result<Job> PostgresJobCache::LoadJob(std::string_view jid) {
     if (!load.ok() || !load->is_map()) {
       return Error::DataLoss("job " + std::string(jid) + ": the stored load does not decode");
     }
+    // Byte order already: ORDER BY on a COLLATE "C" column.
     HALITE_ASSIGN_OR_RETURN(std::vector<std::string> minions, result.TextArray(0, 1));
-    std::sort(minions.begin(), minions.end());
     return Job{std::string(jid), std::move(load).value(), std::move(minions)};
   });
 }
@@ -389,6 +389,7 @@ Result<std::vector<JobReturn>> PostgresJobCache::LoadReturns(std::string_view ji
   if (jid.empty() || !ValidText(jid)) return Error::NotFound("no job " + std::string(jid));
   return WithConnection<std::vector<JobReturn>>(
       [&](PgConnection& conn) -> Result<std::vector<JobReturn>> {
+        // minion_id is COLLATE "C", so ORDER BY gives the byte order the contract asks for.
         HALITE_ASSIGN_OR_RETURN(
             PgResult result, conn.Exec("SELECT minion_id, ret, retcode, success, out FROM " +
                                            Table("returns") + " WHERE jid = $1 ORDER BY minion_id",
@@ -411,8 +412,6 @@ Result<std::vector<JobReturn>> PostgresJobCache::LoadReturns(std::string_view ji
           r.out = std::string(result.Bytes(row, 4));
           returns.push_back(std::move(r));
         }
-        std::sort(returns.begin(), returns.end(),
-                  [](const JobReturn& a, const JobReturn& b) { return a.minion_id < b.minion_id; });
         if (!returns.empty() || result.rows() > 0) return returns;
         HALITE_ASSIGN_OR_RETURN(PgResult known,
                                 conn.Exec("SELECT 1 FROM " + Table("jobs") + " WHERE jid = $1",
@@ -517,8 +516,7 @@ void PostgresJobCache::StoreReturn(JobReturn ret, StoreCallback done) {
     return;
   }
   pending.packed = wire::Pack(pending.ret.ret, wire::Packing::kBinType);
-  const std::size_t bytes = pending.packed.size() + pending.ret.jid.size() +
-                            pending.ret.minion_id.size() + pending.ret.out.size() + 64;
+  const std::size_t bytes = QueuedBytes(pending);
   {
     std::unique_lock<std::mutex> lock(mu_);
     if (stopping_) {

@@ -6,11 +6,7 @@
 #include <libpq-fe.h>
 #include <yaml-cpp/yaml.h>
 
-#include <condition_variable>
-#include <cstdio>
-#include <cstdlib>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -334,56 +330,6 @@ TEST(PostgresJobCacheOptionsTest, OpenRefusesABadSchemaName) {
   auto cache = PostgresJobCache::Open(options);
   ASSERT_FALSE(cache.ok());
   EXPECT_EQ(cache.error().code, ErrorCode::kInvalidArgument);
-}
-
-}  // namespace
-}  // namespace halite::jobs
-
-namespace halite::jobs {
-namespace {
-
-// Durable returns/s with a bounded number in flight, as minions produce them. Not a CI test
-// (bench/ reports it): run with --gtest_also_run_disabled_tests; HALITE_JOBS_BENCH_RETURNS,
-// HALITE_JOBS_BENCH_INFLIGHT set the size.
-TEST(PostgresJobCacheBench, DISABLED_Throughput) {
-  auto env_int = [](const char* name, int fallback) {
-    const char* value = std::getenv(name);
-    return value != nullptr ? std::atoi(value) : fallback;
-  };
-  const int total = env_int("HALITE_JOBS_BENCH_RETURNS", 100000);
-  const int in_flight = env_int("HALITE_JOBS_BENCH_INFLIGHT", 1024);
-  auto cache = testing::OpenPg(testing::PgOptions(testing::SharedPgDsn()));
-  std::mutex mu;
-  std::condition_variable cv;
-  int outstanding = 0, errors = 0;
-  const auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < total; ++i) {
-    {
-      std::unique_lock<std::mutex> lock(mu);
-      cv.wait(lock, [&] { return outstanding < in_flight; });
-      ++outstanding;
-    }
-    const std::string jid = "2026112912000000" + std::to_string(1000 + i % 100);
-    cache->StoreReturn(
-        MakeReturn(jid, Id("minion-", i),
-                   wire::Value::MapOf({{"pid", wire::Value(1234)}, {"stdout", wire::Value("ok")}}),
-                   0, true, "nested"),
-        [&](Result<StoreOutcome> outcome) {
-          std::lock_guard<std::mutex> lock(mu);
-          if (!outcome.ok()) ++errors;
-          --outstanding;
-          cv.notify_all();
-        });
-  }
-  {
-    std::unique_lock<std::mutex> lock(mu);
-    cv.wait(lock, [&] { return outstanding == 0; });
-  }
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  EXPECT_EQ(errors, 0);
-  std::printf("postgres: %d durable returns in %.2f s = %.0f/s (%d in flight)\n", total, seconds,
-              total / seconds, in_flight);
 }
 
 }  // namespace
