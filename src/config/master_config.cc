@@ -87,6 +87,14 @@ void ReadAll(YamlMapReader& r, MasterConfig& c) {
   r.ReadInt("health_port", c.health_port, 0, kMaxPort);
   r.ReadInt("max_request_bytes", c.max_request_bytes, 1024, std::int64_t{1} << 32);
   r.ReadDuration("auth_queue_timeout_ms", c.auth_queue_timeout_ms, 0, 600000);
+  r.ReadInt("minimum_request_version", c.minimum_request_version, 0, 3);
+  r.ReadBool("allow_unsigned_v2_requests", c.allow_unsigned_v2_requests);
+  c.has_mine_get = r.ReadStringListMap("mine_get", c.mine_get);
+  r.ReadInt("max_events_per_request", c.max_events_per_request, 1, 1000000);
+  r.ReadInt("minion_events_per_second", c.minion_events_per_second, 1, 1000000);
+  r.ReadInt("minion_events_burst", c.minion_events_burst, 1, 10000000);
+  r.ReadInt("request_queue_max", c.request_queue_max, 1, 10000000);
+  r.ReadInt("request_queue_max_bytes", c.request_queue_max_bytes, 1 << 20, std::int64_t{1} << 40);
   r.ReadInt("return_batch_max", c.return_batch_max, 1, 1000000);
   r.ReadDuration("return_fsync_interval_ms", c.return_fsync_interval_ms, 0, 60000);
 }

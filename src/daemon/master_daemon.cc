@@ -22,6 +22,7 @@
 #include "halite/master/context.h"
 #include "halite/master/publisher.h"
 #include "halite/master/request_server.h"
+#include "halite/master/targeting.h"
 #include "halite/transport/worker_pool.h"
 #include "halite/transport/zmq_loop.h"
 #include "halite/wire/crypticle.h"
@@ -44,6 +45,9 @@ struct MasterDaemon::Impl {
   jobs::JidGenerator jids;
   std::unique_ptr<master::MinionData> minion_data;
   master::Counters counters;
+  std::unique_ptr<master::ReplayGuard> replay;
+  std::unique_ptr<master::EventRateLimiter> event_limits;
+  master::RecentJobs recent_jobs{64};
   MasterContext ctx;
 
   zmq::context_t zmq_context;
@@ -149,6 +153,9 @@ class ClusterJobPublisher final : public master::JobPublisher {
 // Forwarded publishes older than this are not sent to minions: a peer that was away for
 // longer would otherwise start jobs whose callers gave up long ago.
 constexpr std::int64_t kMaxForwardedPublishAgeSeconds = 120;
+// Replay memory per minion (ReplayGuard): far more requests than a minion sends in one
+// request_server_ttl window in normal operation.
+constexpr std::size_t kNoncesPerMinion = 1024;
 constexpr std::size_t kRecentJidsKept = 10000;
 
 std::int64_t NowMs() {
@@ -286,8 +293,31 @@ std::string MasterDaemon::Impl::Metrics() {
   line("halite_connected_minions", id, static_cast<double>(publisher->connected_subscribers()));
   help("halite_bad_requests_total", "counter", "Requests answered \"bad load\".");
   line("halite_bad_requests_total", id, counters.bad_requests.load());
-  help("halite_minion_events_rejected_total", "counter", "Minion events refused.");
-  line("halite_minion_events_rejected_total", id, counters.events_rejected.load());
+  help("halite_minion_events_rejected_total", "counter", "Minion events refused, by reason.");
+  line("halite_minion_events_rejected_total", id + ",reason=\"tag\"",
+       counters.events_rejected.load());
+  line("halite_minion_events_rejected_total", id + ",reason=\"rate\"",
+       counters.events_rate_limited.load());
+  help("halite_requests_refused_total", "counter",
+       "Encrypted requests refused before any handler ran, by reason (docs/security.md).");
+  line("halite_requests_refused_total", id + ",reason=\"unsigned_v2\"",
+       counters.refused_unsigned.load());
+  line("halite_requests_refused_total", id + ",reason=\"version\"",
+       counters.refused_version.load());
+  line("halite_requests_refused_total", id + ",reason=\"stale\"", counters.refused_stale.load());
+  line("halite_requests_refused_total", id + ",reason=\"replay\"", counters.refused_replay.load());
+  help("halite_returns_refused_total", "counter",
+       "Returns for a job that did not target the minion.");
+  line("halite_returns_refused_total", id, counters.returns_refused.load());
+  help("halite_requests_shed_total", "counter",
+       "Requests dropped unanswered because the worker queue was full.");
+  line("halite_requests_shed_total", id, static_cast<double>(request_server->shed()));
+  help("halite_request_queue", "gauge", "Requests waiting for a worker.");
+  line("halite_request_queue", id, static_cast<double>(request_server->queued()));
+  help("halite_request_handler_failures_total", "counter",
+       "Requests whose handler failed unexpectedly (answered, process kept).");
+  line("halite_request_handler_failures_total", id,
+       static_cast<double>(request_server->handler_failures()));
   if (peers) {
     help("halite_peer_up", "gauge", "1 when the link to a peer is up.");
     help("halite_peer_backlog", "gauge", "Messages waiting for a peer's acknowledgement.");
@@ -531,12 +561,22 @@ Result<std::unique_ptr<MasterDaemon>> MasterDaemon::Create(config::MasterConfig 
   ctx.minion_data = impl->minion_data.get();
   ctx.auth_policy = std::move(policy);
   ctx.counters = &impl->counters;
+  if (cfg.request_server_ttl.count() > 0) {
+    impl->replay = std::make_unique<master::ReplayGuard>(kNoncesPerMinion, cfg.request_server_ttl);
+    ctx.replay = impl->replay.get();
+  }
+  impl->event_limits = std::make_unique<master::EventRateLimiter>(cfg.minion_events_per_second,
+                                                                  cfg.minion_events_burst);
+  ctx.event_limits = impl->event_limits.get();
+  ctx.recent_jobs = &impl->recent_jobs;
 
   master::RequestServerOptions req_options;
   const std::string req_ipc = (sock_dir / "halite_req.ipc").string();
   req_options.endpoints = {TcpEndpoint(cfg.interface, cfg.ret_port), "ipc://" + req_ipc};
   req_options.ipc_paths = {req_ipc};
   req_options.max_request_bytes = cfg.max_request_bytes;
+  req_options.max_queued = static_cast<std::size_t>(cfg.request_queue_max);
+  req_options.max_queued_bytes = cfg.request_queue_max_bytes;
   req_options.backlog = cfg.zmq_backlog;
   req_options.ipv6 = cfg.ipv6;
   MasterContext* ctx_ptr = &impl->ctx;

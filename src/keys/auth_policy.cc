@@ -68,6 +68,18 @@ Result<bool> AutoSign(KeyStore& store, const AuthPolicyOptions& options, std::st
   return store.ConsumeAutosignStub(id, options.autosign_timeout);
 }
 
+// Why `pub` may not be written as a minion key, or nullopt when it may: a stranger must not
+// squat an id or fill the (shared) pki dir with whatever it sends.
+std::optional<std::string> UnusableKey(std::string_view pub) {
+  if (pub.size() > kMaxPublicKeyBytes) {
+    return "public key of " + std::to_string(pub.size()) + " bytes is over the limit of " +
+           std::to_string(kMaxPublicKeyBytes);
+  }
+  Result<wire::RsaPublicKey> key = wire::RsaPublicKey::FromPem(pub);
+  if (!key.ok()) return "not an RSA public key: " + key.error().message;
+  return std::nullopt;
+}
+
 // Step 5. `accepted` is the minions/<id> text read during the state machine, if any.
 Result<AuthDecision> Accept(KeyStore& store, const AuthPolicyOptions& options, std::string_view id,
                             std::string_view pub, std::optional<std::string> accepted) {
@@ -147,11 +159,24 @@ bool MatchesPattern(std::string_view id, const std::vector<std::string>& pattern
 Result<AuthDecision> DecideAuth(KeyStore& store, const AuthPolicyOptions& options,
                                 std::string_view id, std::string_view pub) {
   if (!ValidMinionId(id)) return Decision(AuthVerdict::kRejected, "", "invalid minion id");
+  if (pub.size() > kMaxPublicKeyBytes) {
+    return Decision(AuthVerdict::kRejected, "", *UnusableKey(pub));
+  }
+  // Parsed only on the paths that write `pub` (a sign-in with the accepted key writes nothing).
+  std::optional<std::optional<std::string>> unusable;
+  auto refuse_unusable = [&]() -> std::optional<AuthDecision> {
+    if (!unusable) unusable = UnusableKey(pub);
+    if (!*unusable) return std::nullopt;
+    return Decision(AuthVerdict::kRejected, "", **unusable);
+  };
 
   const bool auto_reject = MatchesPattern(id, options.autoreject_patterns);
   HALITE_ASSIGN_OR_RETURN(const bool auto_sign, AutoSign(store, options, id));
 
-  if (options.open_mode) return Accept(store, options, id, pub, std::nullopt);
+  if (options.open_mode) {
+    if (auto refused = refuse_unusable()) return *refused;
+    return Accept(store, options, id, pub, std::nullopt);
+  }
 
   HALITE_ASSIGN_OR_RETURN(std::optional<std::string> rejected,
                           ReadIfPresent(store, KeyState::kRejected, id));
@@ -163,6 +188,7 @@ Result<AuthDecision> DecideAuth(KeyStore& store, const AuthPolicyOptions& option
                           ReadIfPresent(store, KeyState::kAccepted, id));
   if (accepted.has_value()) {
     if (!SameKey(*accepted, pub)) {
+      if (auto refused = refuse_unusable()) return *refused;
       HALITE_RETURN_IF_ERROR(store.Write(KeyState::kDenied, id, pub));
       return Decision(AuthVerdict::kDenied, "denied",
                       "key differs from the accepted key; recorded in minions_denied");
@@ -177,6 +203,7 @@ Result<AuthDecision> DecideAuth(KeyStore& store, const AuthPolicyOptions& option
     if (pending_is_dir) {
       return Decision(AuthVerdict::kRejected, "", "the pending key path is a directory");
     }
+    if (auto refused = refuse_unusable()) return *refused;
     if (auto_reject) {
       HALITE_RETURN_IF_ERROR(store.Write(KeyState::kRejected, id, pub));
       return Decision(AuthVerdict::kRejected, "reject", "new key rejected by autoreject_file");
@@ -198,6 +225,7 @@ Result<AuthDecision> DecideAuth(KeyStore& store, const AuthPolicyOptions& option
     return Decision(AuthVerdict::kRejected, "reject", "pending key rejected by autoreject_file");
   }
   if (!SameKey(*pending, pub)) {
+    if (auto refused = refuse_unusable()) return *refused;
     HALITE_RETURN_IF_ERROR(store.Write(KeyState::kDenied, id, pub));
     // Salt reports act "denied" only when the key is not being auto-signed.
     return Decision(AuthVerdict::kDenied, auto_sign ? "" : "denied",

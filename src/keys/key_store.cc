@@ -7,7 +7,10 @@ namespace halite::keys {
 bool ValidMinionId(std::string_view id) {
   if (id.empty() || id.size() > 255) return false;
   if (id == "." || id == "..") return false;
-  return id.find_first_of(std::string_view("/\\\0", 3)) == std::string_view::npos;
+  for (unsigned char c : id) {
+    if (c < 0x20 || c == 0x7f || c == '/' || c == '\\') return false;
+  }
+  return true;
 }
 
 std::string_view KeyStateDir(KeyState state) {

@@ -8,24 +8,61 @@
 #include "halite/master/handlers.h"
 #include "halite/master/targeting.h"
 #include "halite/wire/encoding.h"
+#include "halite/wire/event.h"
+#include "halite/wire/target.h"
 
 namespace halite::master {
 
 namespace {
 
 // Salt's blacklist (salt-wire 6.2) plus what halite also refuses from minions: anything that
-// could pose as a peer, a key event, another minion's return, or a master-side event.
+// could pose as a peer, a key event, another minion's return, or a master-side event. Each
+// pattern also blocks everything under it (`salt/auth` blocks `salt/auth/x`), since
+// subscribers match tags by prefix. Tags are checked exactly as they will be packed: a tag
+// that ValidEventTag refuses never gets here.
 bool EventTagAllowedFromMinion(const std::string& tag) {
   static const char* const kBlocked[] = {
-      "salt/job/*/publish", "salt/job/*/new",   "salt/job/*/return", "salt/job/*/ret/*",
-      "salt/key",           "salt/key/*",       "salt/auth",         "salt/cloud/*",
-      "salt/run/*",         "salt/cluster/*",   "salt/wheel/*/new",  "salt/wheel/*/return",
-      "cluster/*",          "minion/refresh/*", "halite/*",          "key",
+      "salt/job/*/publish",
+      "salt/job/*/new",
+      "salt/job/*/return",
+      "salt/job/*/ret",
+      "salt/key",
+      "salt/auth",
+      "salt/cloud",
+      "salt/run",
+      "salt/cluster",
+      "salt/wheel/*/new",
+      "salt/wheel/*/return",
+      "cluster",
+      "minion/refresh",
+      "halite",
+      "key",
   };
-  if (tag.empty()) return false;
+  if (!wire::ValidEventTag(tag)) return false;
   for (const char* pattern : kBlocked) {
     if (fnmatch(pattern, tag.c_str(), 0) == 0) return false;
+    if (fnmatch((std::string(pattern) + "/*").c_str(), tag.c_str(), 0) == 0) return false;
   }
+  return true;
+}
+
+// Tags that name their minion (salt/minion/<id>/..., salt/beacon/<id>/...,
+// salt/job/<jid>/prog/<id>/...) must name the sender.
+bool TagNamesOnlyItsSender(std::string_view tag, std::string_view id) {
+  auto segment = [&](std::size_t n) -> std::optional<std::string_view> {
+    std::size_t start = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      start = tag.find('/', start);
+      if (start == std::string_view::npos) return std::nullopt;
+      ++start;
+    }
+    std::size_t end = tag.find('/', start);
+    return tag.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
+  };
+  if (tag.starts_with("salt/minion/") || tag.starts_with("salt/beacon/")) {
+    return segment(2) == id;
+  }
+  if (tag.starts_with("salt/job/") && segment(3) == "prog") return segment(4) == id;
   return true;
 }
 
@@ -35,6 +72,12 @@ bool CarriesPeerId(const wire::Value& data) {
   if (data.Find("__peer_id") != nullptr) return true;
   const wire::Value* inner = data.Find("data");
   return inner && inner->Find("__peer_id") != nullptr;
+}
+
+Result<std::shared_ptr<const jobs::Job>> LoadJobOf(MasterContext& ctx, const std::string& jid) {
+  if (ctx.recent_jobs) return ctx.recent_jobs->Load(*ctx.job_cache, jid);
+  HALITE_ASSIGN_OR_RETURN(jobs::Job job, ctx.job_cache->LoadJob(jid));
+  return std::make_shared<const jobs::Job>(std::move(job));
 }
 
 void HandleReturn(MasterContext& ctx, AesRequest req) {
@@ -69,6 +112,33 @@ void HandleReturn(MasterContext& ctx, AesRequest req) {
     spdlog::warn("_return from '{}' with a malformed jid; ignored", req.id);
     req.reply(ReplyKind::kEncrypted, wire::Value());
     return;
+  } else {
+    auto job = LoadJobOf(ctx, jid);
+    if (job.ok()) {
+      if (!ReturnBelongsToJob(**job, req.id)) {
+        ctx.counters->returns_refused++;
+        spdlog::warn("_return from '{}' for job {} which did not target it; refused", req.id, jid);
+        req.reply(ReplyKind::kEncrypted, wire::Value(false));
+        return;
+      }
+    } else if (job.error().code == ErrorCode::kNotFound) {
+      // A job the minion started itself (its scheduler, salt-call): Salt stores it under the
+      // minion's jid. Saved as a job of that minion alone, so it can never add to another's.
+      wire::Value saved = load;
+      saved.Erase("return");
+      saved.Set("tgt_type", "glob");
+      saved.Set("tgt", req.id);
+      if (auto st = ctx.job_cache->SaveJob(jobs::Job{jid, saved, {req.id}}); !st.ok()) {
+        spdlog::error("cannot save minion-initiated job {}: {}", jid, st.error().ToString());
+        req.reply(ReplyKind::kPlain, wire::Value("Server-side exception handling payload"));
+        return;
+      }
+    } else {
+      // Not acknowledged: the minion sends it again.
+      spdlog::error("_return from '{}' for {}: job cache: {}", req.id, jid, job.error().ToString());
+      req.reply(ReplyKind::kPlain, wire::Value("Server-side exception handling payload"));
+      return;
+    }
   }
   jobs::JobReturn r;
   r.jid = jid;
@@ -128,7 +198,7 @@ void HandlePillar(MasterContext& ctx, AesRequest req) {
     } else {
       spdlog::error("pillar for {}: {}", req.id, compiled.error().ToString());
     }
-    if (ctx.config->minion_data_cache) {
+    if (ctx.config->minion_data_cache && !req.replayed) {
       if (auto st = ctx.minion_data->Store(req.id, grains, pillar); !st.ok()) {
         spdlog::error("minion data cache for {}: {}", req.id, st.error().ToString());
       }
@@ -169,18 +239,22 @@ void HandlePillar(MasterContext& ctx, AesRequest req) {
             wire::Value::MapOf({{"key", std::move(*key_ct)}, {"pillar", std::move(pillar_field)}}));
 }
 
-void FireFromMinion(MasterContext& ctx, const std::string& id, const std::string& tag,
+bool FireFromMinion(MasterContext& ctx, const std::string& id, const std::string& tag,
                     wire::Value data, const std::string* pretag) {
-  if (!EventTagAllowedFromMinion(tag) || CarriesPeerId(data)) {
+  if (!EventTagAllowedFromMinion(tag) || !TagNamesOnlyItsSender(tag, id) || CarriesPeerId(data)) {
     ctx.counters->events_rejected++;
-    spdlog::warn("dropped event '{}' from minion '{}': tag or fields not allowed", tag, id);
-    return;
+    spdlog::warn("dropped event '{}' from minion '{}': tag or fields not allowed",
+                 wire::ValidEventTag(tag) ? tag : "(malformed tag)", id);
+    return false;
   }
   if (pretag && !pretag->empty()) {
     std::string full = *pretag + "/" + tag;
-    if (EventTagAllowedFromMinion(full)) ctx.events->Fire(full, data);
+    if (EventTagAllowedFromMinion(full) && TagNamesOnlyItsSender(full, id)) {
+      ctx.events->Fire(full, data);
+    }
   }
   ctx.events->Fire(tag, std::move(data));
+  return true;
 }
 
 void HandleMinionEvent(MasterContext& ctx, AesRequest req) {
@@ -190,8 +264,25 @@ void HandleMinionEvent(MasterContext& ctx, AesRequest req) {
     req.reply(ReplyKind::kEncrypted, wire::Value());
     return;
   }
-  if (const wire::Array* events = load.Find("events") ? load.Find("events")->array() : nullptr) {
-    for (const wire::Value& entry : *events) {
+  const wire::Array* events = load.Find("events") ? load.Find("events")->array() : nullptr;
+  const std::string* single_tag = load.FindStr("tag");
+  const bool single = !events && single_tag && load.Find("data");
+  std::size_t wanted = events ? events->size() : (single ? 1 : 0);
+  const std::size_t per_request = static_cast<std::size_t>(ctx.config->max_events_per_request);
+  std::size_t granted = std::min(wanted, per_request);
+  if (ctx.event_limits && granted > 0) {
+    granted = ctx.event_limits->Take(req.id, granted, std::chrono::steady_clock::now());
+  }
+  if (granted < wanted) {
+    ctx.counters->events_rate_limited += wanted - granted;
+    spdlog::warn(
+        "minion '{}' sent {} events; {} dropped by max_events_per_request ({}) or "
+        "minion_events_per_second ({})",
+        req.id, wanted, wanted - granted, per_request, ctx.config->minion_events_per_second);
+  }
+  if (events) {
+    for (std::size_t i = 0; i < granted; ++i) {
+      const wire::Value& entry = (*events)[i];
       const std::string* tag = entry.FindStr("tag");
       if (!tag) continue;
       const wire::Value* data = entry.Find("data");
@@ -199,12 +290,51 @@ void HandleMinionEvent(MasterContext& ctx, AesRequest req) {
       if (!payload.is_map()) payload = wire::Value::MapOf({{"data", payload}});
       FireFromMinion(ctx, req.id, *tag, std::move(payload), pretag);
     }
-  } else if (const std::string* tag = load.FindStr("tag"); tag && load.Find("data")) {
+  } else if (single && granted == 1) {
     // The single-tag form fires the whole load as the data (salt-wire 6.2), but, unlike
     // Salt 3007.8, it goes through the same checks as the list form.
-    FireFromMinion(ctx, req.id, *tag, load, pretag);
+    FireFromMinion(ctx, req.id, *single_tag, load, pretag);
   }
   req.reply(ReplyKind::kEncrypted, wire::Value());
+}
+
+// re.match(pattern, text), as Salt's ACLs use it.
+bool ReMatch(const std::string& pattern, const std::string& text) {
+  auto m = wire::MatchTarget(wire::Value(pattern), "pcre", wire::TargetContext{text});
+  return m.ok() && *m;
+}
+
+// Salt's master-side `mine_get` ACL: the functions `requester` may read.
+std::vector<std::string> MineFunctionsAllowed(MasterContext& ctx, const std::string& requester,
+                                              std::vector<std::string> funs) {
+  if (!ctx.config->has_mine_get) return funs;
+  std::vector<std::string> perms;
+  for (const auto& [id_pattern, allowed] : ctx.config->mine_get) {
+    if (ReMatch(id_pattern, requester)) perms.insert(perms.end(), allowed.begin(), allowed.end());
+  }
+  std::erase_if(funs, [&](const std::string& f) {
+    return std::none_of(perms.begin(), perms.end(),
+                        [&](const std::string& p) { return ReMatch(p, f); });
+  });
+  if (funs.empty()) spdlog::info("mine_get from '{}': no function allowed by mine_get", requester);
+  return funs;
+}
+
+// A mine entry as `requester` may see it: the value itself, or, for an entry stored with
+// Salt's minion-side ACL ({"__saltmine_acl__": 1, "__data__": v, "allow_tgt": ...}), its data
+// when `requester` matches allow_tgt. nullptr: nothing to show.
+const wire::Value* MineValueFor(MasterContext& ctx, const wire::Value* entry,
+                                const std::string& requester) {
+  if (!entry || !entry->is_map() || !entry->Find("__saltmine_acl__")) return entry;
+  if (const wire::Value* allow_tgt = entry->Find("allow_tgt"); allow_tgt && allow_tgt->Truthy()) {
+    const std::string* type = entry->FindStr("allow_tgt_type");
+    auto allowed = ResolveTargets(ctx, *allow_tgt, type ? *type : "glob", ":");
+    if (!allowed.ok() ||
+        !std::binary_search(allowed->minions.begin(), allowed->minions.end(), requester)) {
+      return nullptr;
+    }
+  }
+  return entry->Find("__data__");
 }
 
 // salt-wire 6.2: _mine, _mine_delete, _mine_flush, _mine_get.
@@ -232,7 +362,6 @@ void HandleMine(MasterContext& ctx, const std::string& cmd, AesRequest req) {
     if (const std::string* t = req.load.FindStr("expr_form")) tgt_type = *t;
     wire::Value out = wire::Value::EmptyMap();
     if (tgt && fun) {
-      auto resolved = ResolveTargets(ctx, *tgt, tgt_type, ":");
       std::vector<std::string> funs;
       if (const std::string* f = fun->str()) {
         std::size_t start = 0;
@@ -247,17 +376,21 @@ void HandleMine(MasterContext& ctx, const std::string& cmd, AesRequest req) {
         }
       }
       const bool by_function = fun->is_array() || funs.size() > 1;
-      if (resolved.ok()) {
-        for (const auto& id : resolved->minions) {
-          wire::Value mine = ctx.minion_data->Mine(id);
-          for (const auto& f : funs) {
-            const wire::Value* value = mine.Find(f);
-            if (!value) continue;
-            if (by_function) {
-              if (!out.Find(f)) out.Set(f, wire::Value::EmptyMap());
-              out.Find(f)->Set(id, *value);
-            } else {
-              out.Set(id, *value);
+      funs = MineFunctionsAllowed(ctx, req.id, std::move(funs));
+      if (!funs.empty()) {
+        auto resolved = ResolveTargets(ctx, *tgt, tgt_type, ":", /*greedy=*/false);
+        if (resolved.ok()) {
+          for (const auto& id : resolved->minions) {
+            wire::Value mine = ctx.minion_data->Mine(id);
+            for (const auto& f : funs) {
+              const wire::Value* value = MineValueFor(ctx, mine.Find(f), req.id);
+              if (!value) continue;
+              if (by_function) {
+                if (!out.Find(f)) out.Set(f, wire::Value::EmptyMap());
+                out.Find(f)->Set(id, *value);
+              } else {
+                out.Set(id, *value);
+              }
             }
           }
         }

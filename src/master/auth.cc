@@ -104,6 +104,18 @@ void HandleAuth(MasterContext& ctx, const wire::Value& load, int version,
     send_signed(RetMap(false, nonce));
     return;
   }
+  if (ctx.config->max_minions > 0 && !ctx.minion_keys->Get(*id).ok()) {
+    // Salt's max_minions: a minion that is not accepted yet is told "full" (it retries).
+    auto accepted = ctx.key_store->List(keys::KeyState::kAccepted);
+    if (accepted.ok() && accepted->size() >= static_cast<std::size_t>(ctx.config->max_minions)) {
+      ctx.counters->auth_full++;
+      spdlog::warn("auth of {}: {} keys accepted, max_minions is {}; answered \"full\"", *id,
+                   accepted->size(), ctx.config->max_minions);
+      fire(false, "");
+      send_signed(RetMap("full", nonce));
+      return;
+    }
+  }
   auto decision = keys::DecideAuth(*ctx.key_store, ctx.auth_policy, *id, *pub);
   if (!decision.ok()) {
     // A storage problem is ours, not the minion's: "full" makes it retry later instead of

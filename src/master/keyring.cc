@@ -61,6 +61,15 @@ Result<bool> CreateFile(const std::filesystem::path& path, std::string_view cont
   return Error::Unavailable("link " + path.string() + ": " + std::strerror(err));
 }
 
+// The file's modification time (what Get compares the cached entry with), or `fallback`.
+std::chrono::system_clock::time_point MtimeOr(const std::filesystem::path& path,
+                                              std::chrono::system_clock::time_point fallback) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return fallback;
+  return std::chrono::system_clock::time_point(std::chrono::seconds(st.st_mtim.tv_sec) +
+                                               std::chrono::nanoseconds(st.st_mtim.tv_nsec));
+}
+
 }  // namespace
 
 AesKeyRing::AesKeyRing(wire::Crypticle initial)
@@ -101,7 +110,12 @@ Result<CrypticlePtr> SessionKeys::Get(std::string_view id) {
   {
     std::lock_guard lock(mu_);
     auto it = cache_.find(std::string(id));
-    if (it != cache_.end() && now - it->second.mtime < lifetime_) return it->second.key;
+    if (it != cache_.end() && now - it->second.mtime < lifetime_) {
+      // One stat per request: a session file that halite-key removed (key deleted) or another
+      // master replaced ends the cached key at once, not when its lifetime runs out.
+      if (MtimeOr(dir_ / std::string(id), {}) == it->second.mtime) return it->second.key;
+      cache_.erase(it);
+    }
   }
   HALITE_ASSIGN_OR_RETURN(Entry entry, LoadOrCreate(id));
   std::lock_guard lock(mu_);
@@ -133,13 +147,15 @@ Result<SessionKeys::Entry> SessionKeys::LoadOrCreate(std::string_view id) {
       auto fresh = wire::Crypticle::FromKeyString(wire::Crypticle::GenerateKeyString());
       HALITE_CHECK(fresh.ok());
       HALITE_RETURN_IF_ERROR(ReplaceFile(path, fresh->key_string()));
-      return Entry{std::make_shared<const wire::Crypticle>(std::move(*fresh)), now};
+      return Entry{std::make_shared<const wire::Crypticle>(std::move(*fresh)), MtimeOr(path, now)};
     }
     // Missing: exactly one creator wins on a shared directory; others read its key.
     auto fresh = wire::Crypticle::FromKeyString(wire::Crypticle::GenerateKeyString());
     HALITE_CHECK(fresh.ok());
     HALITE_ASSIGN_OR_RETURN(bool created, CreateFile(path, fresh->key_string()));
-    if (created) return Entry{std::make_shared<const wire::Crypticle>(std::move(*fresh)), now};
+    if (created) {
+      return Entry{std::make_shared<const wire::Crypticle>(std::move(*fresh)), MtimeOr(path, now)};
+    }
   }
   return Error::Unavailable("could not settle the session key file " + path.string());
 }

@@ -1,6 +1,8 @@
 // salt-wire 3.3: envelope checks, decryption, token validation and dispatch.
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include "halite/keys/key_store.h"
 #include "halite/master/context.h"
 #include "halite/master/handlers.h"
@@ -30,6 +32,46 @@ void Counters::ObserveStoreLatency(std::chrono::steady_clock::duration d) {
       static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(d).count());
 }
 
+namespace {
+
+// Unauthenticated envelopes are decoded under this node budget: an aes envelope is a handful
+// of nodes, an `_auth` a dozen, a CLI publish a few thousand at most. It bounds what a stranger
+// can make the decoder allocate (a node is ~48 bytes) whatever the frame's size.
+constexpr std::size_t kEnvelopeMaxNodes = 1 << 16;
+// A decrypted load comes from a minion whose key opened it: the job caches read returns back
+// under the default budget, so no larger one may be stored.
+constexpr std::size_t kLoadMaxNodes = wire::UnpackLimits{}.max_nodes;
+
+// v2 commands that act as no particular minion: the file server answers every minion alike,
+// and their loads carry no id. Everything else acts as the minion named in the load.
+bool IdFreeCommand(std::string_view cmd) {
+  static const char* const kIdFree[] = {
+      "_serve_file",          "_file_hash",   "_file_hash_and_stat", "_file_list",
+      "_file_list_emptydirs", "_dir_list",    "_symlink_list",       "_file_envs",
+      "_file_find",           "_master_opts", "_ext_nodes",
+  };
+  for (const char* c : kIdFree) {
+    if (cmd == c) return true;
+  }
+  return false;
+}
+
+// Printable form of attacker-supplied text for a log line.
+std::string Printable(std::string_view s) {
+  std::string out;
+  for (unsigned char c : s.substr(0, 128)) {
+    if (c < 0x20 || c == 0x7f) {
+      out += fmt::format("\\x{:02x}", c);
+    } else {
+      out.push_back(static_cast<char>(c));
+    }
+  }
+  if (s.size() > 128) out += "...";
+  return out;
+}
+
+}  // namespace
+
 void HandleRequest(MasterContext& ctx, std::string body, std::function<void(std::string)> reply,
                    std::chrono::steady_clock::time_point received) {
   auto bad = [&](std::string_view why) {
@@ -37,7 +79,16 @@ void HandleRequest(MasterContext& ctx, std::string body, std::function<void(std:
     spdlog::debug("bad request: {}", why);
     reply(PackPlain("bad load"));
   };
-  auto payload = wire::Unpack(body);
+  // Refusals a site operator should see (rate-limited by the caller's retry pace).
+  auto refuse = [&](std::atomic<std::uint64_t>& counter, const std::string& why) {
+    counter++;
+    ctx.counters->bad_requests++;
+    spdlog::warn("refused request: {}", why);
+    reply(PackPlain("bad load"));
+  };
+  wire::UnpackLimits envelope_limits;
+  envelope_limits.max_nodes = kEnvelopeMaxNodes;
+  auto payload = wire::Unpack(body, envelope_limits);
   if (!payload.ok()) return bad(payload.error().message);
   if (!payload->is_map()) return bad("payload is not a map");
   const std::string* enc = payload->FindStr("enc");
@@ -45,7 +96,12 @@ void HandleRequest(MasterContext& ctx, std::string body, std::function<void(std:
   if (!enc || !load) return bad("missing enc or load");
   int version = 0;
   if (const wire::Value* v = payload->Find("version")) {
-    if (auto i = v->int64()) version = static_cast<int>(*i);
+    if (auto i = v->int64()) version = static_cast<int>(std::clamp<std::int64_t>(*i, -1, 1000));
+  }
+  if (version < ctx.config->minimum_request_version) {
+    return refuse(ctx.counters->refused_version,
+                  fmt::format("protocol version {} is below minimum_request_version {}", version,
+                              ctx.config->minimum_request_version));
   }
 
   if (*enc == "clear") {
@@ -78,6 +134,8 @@ void HandleRequest(MasterContext& ctx, std::string body, std::function<void(std:
 
   AesRequest req;
   req.version = version;
+  wire::UnpackLimits load_limits;
+  load_limits.max_nodes = kLoadMaxNodes;
   Result<wire::Value> decrypted = Error::InvalidArgument("not decrypted");
   if (version > 2) {
     const std::string* id = payload->FindStr("id");
@@ -92,17 +150,17 @@ void HandleRequest(MasterContext& ctx, std::string body, std::function<void(std:
       spdlog::error("session key for {}: {}", *id, key.error().ToString());
       return bad("session key unavailable");
     }
-    decrypted = (*key)->Loads(*ciphertext);
-    if (!decrypted.ok()) {
+    decrypted = (*key)->Loads(*ciphertext, std::nullopt, load_limits);
+    if (!decrypted.ok() && decrypted.error().code != ErrorCode::kResourceExhausted) {
       // Another master may have renewed the shared session file: re-read it once.
       ctx.session_keys->Forget(*id);
       key = ctx.session_keys->Get(*id);
-      if (key.ok()) decrypted = (*key)->Loads(*ciphertext);
+      if (key.ok()) decrypted = (*key)->Loads(*ciphertext, std::nullopt, load_limits);
     }
     if (key.ok()) req.key = *key;
   } else {
     req.key = ctx.aes->Current();
-    decrypted = req.key->Loads(*ciphertext);
+    decrypted = req.key->Loads(*ciphertext, std::nullopt, load_limits);
   }
   if (!decrypted.ok()) return bad("cannot decrypt: " + decrypted.error().message);
   if (!decrypted->is_map()) {
@@ -130,22 +188,33 @@ void HandleRequest(MasterContext& ctx, std::string body, std::function<void(std:
   wire::Value tok;
   if (const wire::Value* t = req.load.Find("tok")) tok = *t;
   req.load.Erase("tok");
+  const std::string* cmd = req.load.FindStr("cmd");
+  const std::string command = cmd ? *cmd : std::string();
+  const std::int64_t now = std::chrono::duration_cast<std::chrono::seconds>(
+                               std::chrono::system_clock::now().time_since_epoch())
+                               .count();
+  std::int64_t stamped = now;
   if (version > 2) {
-    if (ctx.config->request_server_ttl.count() > 0) {
-      auto ts = req.load.Find("ts") ? req.load.Find("ts")->int64() : std::nullopt;
-      auto now = std::chrono::duration_cast<std::chrono::seconds>(
-                     std::chrono::system_clock::now().time_since_epoch())
-                     .count();
-      if (!ts || now - *ts > ctx.config->request_server_ttl.count()) {
-        return bad("request older than request_server_ttl");
-      }
-    }
     if (load_id != req.id) return bad("envelope id and load id differ");
     const std::string* tok_bytes = tok.str();
     if (!tok_bytes) return bad("v3 request without tok");
     if (auto st = ctx.minion_keys->VerifyToken(req.id, *tok_bytes); !st.ok()) {
       return bad(st.error().message);
     }
+    const std::int64_t ttl = ctx.config->request_server_ttl.count();
+    if (ttl > 0) {
+      auto ts = req.load.Find("ts") ? req.load.Find("ts")->int64() : std::nullopt;
+      if (!ts || *ts < now - ttl || *ts > now + ttl) {
+        return refuse(ctx.counters->refused_stale,
+                      ts ? fmt::format("{} from '{}' is stamped {} s from our clock, beyond "
+                                       "request_server_ttl ({} s): check its clock",
+                                       command, req.id, *ts - now, ttl)
+                         : fmt::format("{} from '{}' has no ts", command, req.id));
+      }
+      stamped = *ts;
+    }
+  } else if (IdFreeCommand(command)) {
+    req.id.clear();  // the load's id proves nothing and the command needs none
   } else {
     req.id = load_id;
     const std::string* tok_bytes = tok.str();
@@ -154,6 +223,26 @@ void HandleRequest(MasterContext& ctx, std::string body, std::function<void(std:
       if (auto st = ctx.minion_keys->VerifyToken(load_id, *tok_bytes); !st.ok()) {
         return bad(st.error().message);
       }
+    } else if (!ctx.config->allow_unsigned_v2_requests) {
+      // Every minion holds the v2 AES key: without a tok, the id is only a claim.
+      return refuse(ctx.counters->refused_unsigned,
+                    fmt::format("unsigned v2 {} claiming id '{}': upgrade the minion (3006.10+, "
+                                "3007.1+ sign every request) or set allow_unsigned_v2_requests",
+                                Printable(command), Printable(load_id)));
+    }
+  }
+  // A verified id's nonces are remembered for the ttl window; a request seen before is refused,
+  // except `_pillar`, which minions resend unchanged on a timeout: it is answered again (only
+  // its owner can read the reply) but its grains are not stored twice.
+  if (ctx.replay && req.nonce && !req.id.empty() && (version > 2 || !tok.is_nil())) {
+    if (!ctx.replay->Admit(req.id, *req.nonce, stamped, now)) {
+      if (command != "_pillar") {
+        return refuse(
+            ctx.counters->refused_replay,
+            fmt::format("replayed {} from '{}' (nonce seen before)", Printable(command), req.id));
+      }
+      ctx.counters->refused_replay++;
+      req.replayed = true;
     }
   }
   if (const std::string* enc_algo = payload->FindStr("enc_algo")) req.enc_algo = *enc_algo;
@@ -169,9 +258,8 @@ void HandleRequest(MasterContext& ctx, std::string body, std::function<void(std:
     std::string ct = nonce ? key->Dumps(value, *nonce) : key->Dumps(value);
     reply(wire::Pack(wire::Value(std::move(ct))));
   };
-  const std::string* cmd = req.load.FindStr("cmd");
-  ctx.counters->CountRequest(cmd ? *cmd : "other");
-  DispatchAes(ctx, cmd ? *cmd : std::string(), std::move(req));
+  ctx.counters->CountRequest(command.empty() ? "other" : command);
+  DispatchAes(ctx, command, std::move(req));
 }
 
 }  // namespace halite::master

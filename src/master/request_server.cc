@@ -89,15 +89,48 @@ void RequestServer::OnReadable() {
     SendReply(std::move(frames), wire::Pack(wire::Value("bad load")));
     return;
   }
+  const std::size_t size = body.size();
+  if (queued_.load() >= options_.max_queued ||
+      queued_bytes_.load() + size > options_.max_queued_bytes) {
+    shed_++;
+    auto now = std::chrono::steady_clock::now();
+    if (now - last_shed_log_ > std::chrono::seconds(10)) {
+      last_shed_log_ = now;
+      spdlog::warn(
+          "request queue full ({} requests, {} bytes waiting for workers): shedding "
+          "requests ({} so far)",
+          queued_.load(), queued_bytes_.load(), shed_.load());
+    }
+    SendReply(std::move(frames), std::string());  // counted as answered, nothing sent
+    return;
+  }
+  queued_++;
+  queued_bytes_ += size;
   auto envelope = std::make_shared<std::vector<zmq::message_t>>(std::move(frames));
-  Reply reply = [this, envelope](std::string reply_body) {
+  auto answered = std::make_shared<std::atomic<bool>>(false);
+  Reply reply = [this, envelope, answered](std::string reply_body) {
+    if (answered->exchange(true)) return;  // exactly once, whatever a handler does
     loop_.Post([this, envelope, reply_body = std::move(reply_body)]() mutable {
       SendReply(std::move(*envelope), std::move(reply_body));
     });
   };
-  workers_.Post([this, body = std::move(body), reply = std::move(reply),
+  workers_.Post([this, size, body = std::move(body), reply = std::move(reply),
                  received = std::chrono::steady_clock::now()]() mutable {
-    handler_(std::move(body), std::move(reply), received);
+    queued_--;
+    queued_bytes_ -= size;
+    // A task boundary: one request's failure (bad_alloc, a library throwing) is answered and
+    // logged here instead of ending the worker thread and the process.
+    try {
+      handler_(std::move(body), reply, received);
+    } catch (const std::exception& e) {
+      handler_failures_++;
+      spdlog::error("request handler failed: {}", e.what());
+      reply(wire::Pack(wire::Value("Server-side exception handling payload")));
+    } catch (...) {
+      handler_failures_++;
+      spdlog::error("request handler failed with a non-standard exception");
+      reply(wire::Pack(wire::Value("Server-side exception handling payload")));
+    }
   });
 }
 

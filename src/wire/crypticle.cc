@@ -135,7 +135,8 @@ std::string Crypticle::DumpsWithIvForTest(const Value& obj, std::optional<std::s
   return EncryptWithIvForTest(PlaintextFor(obj, nonce), iv);
 }
 
-Result<Value> Crypticle::Loads(std::string_view data, std::optional<std::string_view> nonce) const {
+Result<Value> Crypticle::Loads(std::string_view data, std::optional<std::string_view> nonce,
+                               const UnpackLimits& limits) const {
   HALITE_ASSIGN_OR_RETURN(const std::string plaintext, Decrypt(data));
   std::string_view rest(plaintext);
   if (!rest.starts_with(kPicklePrefix)) return Value::EmptyMap();
@@ -146,7 +147,7 @@ Result<Value> Crypticle::Loads(std::string_view data, std::optional<std::string_
     rest.remove_prefix(sent.size());
     if (sent != *nonce) return Error::Unauthenticated("Nonce verification error");
   }
-  return Unpack(rest);
+  return Unpack(rest, limits);
 }
 
 Value Crypticle::SerialGuard::Apply(Value decoded) {

@@ -4,6 +4,14 @@
 
 namespace halite::wire {
 
+bool ValidEventTag(std::string_view tag) {
+  if (tag.empty() || tag.size() > kMaxEventTagBytes) return false;
+  for (unsigned char c : tag) {
+    if (c < 0x20 || c == 0x7f) return false;
+  }
+  return true;
+}
+
 std::string PackEvent(std::string_view tag, const Value& data) {
   std::string out;
   out.reserve(tag.size() + 64);

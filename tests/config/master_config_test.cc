@@ -99,7 +99,7 @@ TEST(MasterConfigTest, EmptyDocumentGivesSaltDefaults) {
     EXPECT_TRUE(c.job_cache.IsMap());
     EXPECT_EQ(c.job_cache.size(), 0u);
     EXPECT_EQ(c.publish_session, std::chrono::seconds(86400));
-    EXPECT_EQ(c.request_server_ttl, std::chrono::seconds(0));
+    EXPECT_EQ(c.request_server_ttl, std::chrono::seconds(300));
     EXPECT_EQ(c.loop_interval, std::chrono::seconds(60));
     EXPECT_TRUE(c.rotate_aes_key);
     EXPECT_TRUE(c.sign_pub_messages);

@@ -22,6 +22,12 @@ TEST(KeyStoreTest, ValidMinionIdFollowsSalt) {
   EXPECT_FALSE(ValidMinionId(std::string(256, 'a')));
   EXPECT_FALSE(ValidMinionId(""));
   EXPECT_FALSE(ValidMinionId("."));
+  // Control bytes would carry newlines and terminal escapes into logs and listings.
+  EXPECT_FALSE(ValidMinionId("web1\nAccepted Keys:"));
+  EXPECT_FALSE(ValidMinionId("web1\x1b[2J"));
+  EXPECT_FALSE(ValidMinionId("tab\tid"));
+  EXPECT_FALSE(ValidMinionId("del\x7f"));
+  EXPECT_TRUE(ValidMinionId("caf\xc3\xa9"));  // UTF-8 is fine
   EXPECT_FALSE(ValidMinionId(".."));
   EXPECT_FALSE(ValidMinionId("a/b"));
   EXPECT_FALSE(ValidMinionId("a\\b"));

@@ -48,6 +48,23 @@ TEST(EventTest, MalformedEventsAreErrors) {
   EXPECT_FALSE(UnpackEvent("tag\n\n\xc1").ok());
 }
 
+TEST(EventTest, ValidEventTagRefusesWhatWouldNotPackAsItself) {
+  EXPECT_TRUE(ValidEventTag("salt/job/20250101000000000000/prog/web1/0"));
+  EXPECT_TRUE(ValidEventTag(std::string(kMaxEventTagBytes, 'a')));
+  EXPECT_FALSE(ValidEventTag(std::string(kMaxEventTagBytes + 1, 'a')));
+  EXPECT_FALSE(ValidEventTag(""));
+  // The smuggling form: packed, its tag ends at the first "\n\n", so readers see "salt/auth"
+  // (with data that absorbs the rest, it decodes whole).
+  const std::string smuggled = std::string("salt/auth\n\n") + Pack(Value::EmptyMap());
+  EXPECT_FALSE(ValidEventTag(smuggled));
+  const std::string packed = PackEvent(smuggled, Value::EmptyMap());
+  EXPECT_EQ(packed.substr(0, packed.find("\n\n")), "salt/auth");
+  EXPECT_FALSE(ValidEventTag(std::string("a\0b", 3)));
+  EXPECT_FALSE(ValidEventTag("a\x1b[31m"));
+  EXPECT_FALSE(ValidEventTag("a\x7f"));
+  EXPECT_FALSE(ValidEventTag("a\rb"));
+}
+
 TEST(EventTest, StampIsUtcIsoWithMicroseconds) {
   auto t = std::chrono::system_clock::time_point(std::chrono::microseconds(1735732800123456LL));
   EXPECT_EQ(IsoStamp(t), "2025-01-01T12:00:00.123456");

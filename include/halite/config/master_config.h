@@ -50,7 +50,7 @@ struct MasterConfig {
   std::chrono::minutes autosign_timeout{120};
   bool permissive_pki_access = false;
   int keysize = 2048;   // 1024..16384 bits; below 2048 warns
-  int max_minions = 0;  // 0: no limit
+  int max_minions = 0;  // 0: no limit; else a new minion beyond this many accepted keys is "full"
   bool auth_events = true;
   bool minion_data_cache = true;
 
@@ -61,8 +61,11 @@ struct MasterConfig {
   std::string master_job_cache{kJobCacheLocal};  // kJobCacheLocal or kJobCachePostgres
   YAML::Node job_cache{YAML::NodeType::Map};     // backend options, read by its factory
   std::chrono::seconds publish_session{86400};   // session key and cluster AES key lifetime
-  std::chrono::seconds request_server_ttl{0};    // 0: requests' `ts` is not checked
-  std::chrono::seconds loop_interval{60};        // maintenance loop period
+  // A v3 request whose `ts` is further than this from our clock, in either direction, is
+  // refused; within it, a nonce already seen from that minion is refused as a replay.
+  // 0: neither is checked (Salt's default; halite's is 300 s).
+  std::chrono::seconds request_server_ttl{300};
+  std::chrono::seconds loop_interval{60};  // maintenance loop period
   bool rotate_aes_key = true;
 
   // --- Publisher. ---
@@ -99,6 +102,27 @@ struct MasterConfig {
   // timed out (Salt's auth_timeout is 5 s) and sent it again, so the RSA work would be wasted
   // and would feed a retry storm. 0: never dropped.
   std::chrono::milliseconds auth_queue_timeout_ms{4000};
+  // Requests older than this protocol version are refused (2 refuses v0/v1; 3 refuses v2).
+  int minimum_request_version = 2;
+  // v2 requests are encrypted with the AES key every minion shares, so a v2 command that acts
+  // as a minion (_return, _pillar, _mine*, _minion_event, ...) must carry a `tok` that verifies
+  // against that minion's key. Stock 3006.0-3006.9 and 3007.0 minions sign only _minion_event
+  // and _mine*; True accepts their unsigned _return and _pillar as Salt does (insecure).
+  bool allow_unsigned_v2_requests = false;
+  // Salt's master-side mine ACL: minion id regex -> mine function regexes it may read. Unset
+  // (has_mine_get false): every function is readable, subject to the minion-side allow_tgt.
+  bool has_mine_get = false;
+  std::map<std::string, std::vector<std::string>> mine_get;
+  // Minion events: at most this many per _minion_event request, and per minion a token bucket
+  // of `minion_events_burst` refilled at `minion_events_per_second`. Excess events are dropped
+  // and counted (halite_events_rejected_total).
+  int max_events_per_request = 1000;
+  int minion_events_per_second = 100;
+  int minion_events_burst = 2000;
+  // Requests waiting for a worker: beyond either bound, a new request is dropped unanswered
+  // (its minion retries) and counted (halite_requests_shed_total).
+  int request_queue_max = 20000;
+  std::uint64_t request_queue_max_bytes = 1024ull * 1024 * 1024;
   int return_batch_max = 512;                             // job returns per group commit
   std::chrono::milliseconds return_fsync_interval_ms{0};  // group commit wait; 0: none
 };

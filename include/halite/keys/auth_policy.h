@@ -42,6 +42,11 @@ Result<std::vector<std::string>> LoadPatternFile(const std::filesystem::path& pa
 // only tried as globs.
 bool MatchesPattern(std::string_view id, const std::vector<std::string>& patterns);
 
+// A `pub` longer than this is refused before anything is read or written; one that does not
+// parse as an RSA public key is refused before it is written anywhere. A 16384-bit key (the
+// largest RsaPublicKey takes) is under 3 KiB of PEM.
+inline constexpr std::size_t kMaxPublicKeyBytes = 16 * 1024;
+
 enum class AuthVerdict { kAccepted, kPending, kRejected, kDenied };
 
 struct AuthDecision {
@@ -56,7 +61,9 @@ struct AuthDecision {
 };
 
 // Decides the `_auth` request of minion `id` that sent public key text `pub`.
-// - Invalid id (ValidMinionId): kRejected, result false, nothing read or written.
+// - Invalid id (ValidMinionId), or `pub` over kMaxPublicKeyBytes: kRejected, result false,
+//   nothing read or written. A `pub` that would be written (pending, denied, rejected,
+//   accepted) and is not an RSA public key: kRejected, nothing written.
 // - auto_reject = id matches autoreject_patterns. auto_sign = auto_accept, or id matches
 //   autosign_patterns, or store.ConsumeAutosignStub(id, autosign_timeout) (consumed only when
 //   the first two are false, as Salt does; always evaluated, even when rejected later).

@@ -22,7 +22,8 @@
 namespace halite::keys {
 
 // Salt's valid_id: not empty, at most 255 bytes, no '/', '\\' or NUL, and not "." or "..".
-// The id becomes a file name, so this is what stops path traversal.
+// The id becomes a file name, so this is what stops path traversal. Unlike Salt, no control
+// byte (0x01-0x1f, 0x7f) either: ids reach logs, terminals and key listings verbatim.
 bool ValidMinionId(std::string_view id);
 
 enum class KeyState { kAccepted, kPending, kRejected, kDenied };

@@ -17,6 +17,7 @@
 #include "halite/master/keyring.h"
 #include "halite/master/minion_data.h"
 #include "halite/master/minion_keys.h"
+#include "halite/master/request_limits.h"
 #include "halite/master/services.h"
 #include "halite/wire/rsa.h"
 
@@ -51,8 +52,21 @@ struct Counters {
   std::atomic<std::int64_t> returns_in_flight{0};
   std::atomic<std::uint64_t> publishes{0};
   std::atomic<std::uint64_t> bad_requests{0};
-  std::atomic<std::uint64_t> events_rejected{0};
+  std::atomic<std::uint64_t> events_rejected{0};      // tag or fields not allowed
+  std::atomic<std::uint64_t> events_rate_limited{0};  // over a per-request or per-minion limit
+  // Refused before any handler ran (docs/security.md): an id-bound v2 command without a valid
+  // tok, a protocol below minimum_request_version, a timestamp outside request_server_ttl, a
+  // nonce already seen.
+  std::atomic<std::uint64_t> refused_unsigned{0};
+  std::atomic<std::uint64_t> refused_version{0};
+  std::atomic<std::uint64_t> refused_stale{0};
+  std::atomic<std::uint64_t> refused_replay{0};
+  std::atomic<std::uint64_t> returns_refused{0};  // for a job that did not target the minion
+  std::atomic<std::uint64_t> auth_full{0};        // max_minions reached
+  std::atomic<std::uint64_t> handler_exceptions{0};
 };
+
+class RecentJobs;  // targeting.h
 
 struct MasterContext {
   const config::MasterConfig* config = nullptr;
@@ -70,6 +84,9 @@ struct MasterContext {
   keys::AuthPolicyOptions auth_policy;
   std::string root_key;  // <cachedir>/.root_key: what local CLIs must present
   Counters* counters = nullptr;
+  ReplayGuard* replay = nullptr;             // null: no nonce memory
+  EventRateLimiter* event_limits = nullptr;  // null: no per-minion event limit
+  RecentJobs* recent_jobs = nullptr;         // null: every return reads its job
   // Cluster mode: a snapshot of the peer links for cluster.status; empty otherwise.
   std::function<wire::Value()> cluster_status;
 };

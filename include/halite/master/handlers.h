@@ -24,6 +24,8 @@ struct AesRequest {
   std::string sig_algo = "PKCS1v15-SHA1";
   CrypticlePtr key;  // the key the request came under; replies use it
   wire::Value load;  // without nonce and tok
+  // Its nonce was seen before (a `_pillar` resent unchanged): answer it, change nothing.
+  bool replayed = false;
   std::function<void(ReplyKind, wire::Value)> reply;  // exactly once
 };
 

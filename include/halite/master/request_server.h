@@ -2,7 +2,9 @@
 // (tcp ret_port, plus an ipc endpoint in sock_dir for local tools). It runs on its own
 // ZmqLoop ("req-server"), hands every request body to the WorkerPool and sends each reply with
 // the routing envelope it came with (REQ semantics: every request is answered, errors too).
-// Oversized frames are answered with "bad load" without being handed to workers.
+// Oversized frames are answered with "bad load" without being handed to workers; when the
+// workers' queue is full, new requests are shed (dropped unanswered and counted). A handler
+// that throws costs its own request, never the process.
 #pragma once
 
 #include <atomic>
@@ -27,6 +29,10 @@ struct RequestServerOptions {
   bool ipv6 = false;
   int tcp_keepalive = 1;
   int tcp_keepalive_idle = 300;
+  // Requests read but not yet picked up by a worker; beyond either bound a new request is
+  // dropped unanswered (its sender times out and retries) and counted in shed().
+  std::size_t max_queued = 20000;
+  std::size_t max_queued_bytes = std::size_t{1} << 30;
 };
 
 class RequestServer {
@@ -51,6 +57,10 @@ class RequestServer {
   std::uint64_t received() const { return received_.load(); }
   std::uint64_t replied() const { return replied_.load(); }
   std::uint64_t rejected_oversize() const { return oversize_.load(); }
+  std::uint64_t shed() const { return shed_.load(); }
+  // Handlers that threw: answered "Server-side exception handling payload", process kept.
+  std::uint64_t handler_failures() const { return handler_failures_.load(); }
+  std::size_t queued() const { return queued_.load(); }
   std::int64_t in_flight() const {
     return static_cast<std::int64_t>(received_.load()) - static_cast<std::int64_t>(replied_.load());
   }
@@ -70,6 +80,11 @@ class RequestServer {
   std::atomic<std::uint64_t> received_{0};
   std::atomic<std::uint64_t> replied_{0};
   std::atomic<std::uint64_t> oversize_{0};
+  std::atomic<std::uint64_t> shed_{0};
+  std::atomic<std::uint64_t> handler_failures_{0};
+  std::atomic<std::size_t> queued_{0};
+  std::atomic<std::size_t> queued_bytes_{0};
+  std::chrono::steady_clock::time_point last_shed_log_;  // loop thread only
 };
 
 }  // namespace halite::master

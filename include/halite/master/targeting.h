@@ -2,6 +2,9 @@
 // whom the master expects to answer. Blocks on disk: worker threads only.
 #pragma once
 
+#include <list>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -11,12 +14,36 @@
 
 namespace halite::master {
 
+// The last few jobs loaded from the job cache, so that checking a return against its job
+// costs no read per return. Jobs do not change once saved (their expected minions only grow
+// when another master saves the same jid, which ReturnBelongsToJob's re-match covers).
+// Thread-safe.
+class RecentJobs {
+ public:
+  explicit RecentJobs(std::size_t capacity) : capacity_(capacity) {}
+  // The job, from memory or `cache`; the job cache's error (NotFound for an unknown jid).
+  Result<std::shared_ptr<const jobs::Job>> Load(jobs::JobCache& cache, std::string_view jid);
+
+ private:
+  const std::size_t capacity_;
+  std::mutex mu_;
+  std::list<std::shared_ptr<const jobs::Job>> lru_ HALITE_GUARDED_BY(mu_);  // newest first
+};
+
 struct Resolved {
   std::vector<std::string> minions;  // accepted and matching, sorted
   std::vector<std::string> missing;  // list targets naming ids that are not accepted
 };
 
+// `greedy`: a grain expression matches a minion whose grains are unknown (whom to wait for);
+// false for mine_get, which must not hand out data on a guess.
 Result<Resolved> ResolveTargets(MasterContext& ctx, const wire::Value& tgt,
-                                const std::string& tgt_type, const std::string& delimiter);
+                                const std::string& tgt_type, const std::string& delimiter,
+                                bool greedy = true);
+
+// Whether a return from `id` belongs to `job` (docs/security.md, "Returns"): it was expected,
+// or the job's target still matches it. Only a target decided by the id alone (glob, pcre,
+// list) can refuse: a grain or compound target may match on grains the master has not seen.
+bool ReturnBelongsToJob(const jobs::Job& job, const std::string& id);
 
 }  // namespace halite::master

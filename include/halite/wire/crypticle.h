@@ -56,10 +56,10 @@ class Crypticle {
   // - no "pickle::" prefix: an empty map, not an error (Salt's quirk);
   // - a non-empty nonce given: the next 32 bytes must equal it, else
   //   Unauthenticated("Nonce verification error");
-  // - Unpack the rest (its errors pass through).
+  // - Unpack the rest under `limits` (its errors pass through).
   // The publish replay guard is separate: see SerialGuard.
-  Result<Value> Loads(std::string_view data,
-                      std::optional<std::string_view> nonce = std::nullopt) const;
+  Result<Value> Loads(std::string_view data, std::optional<std::string_view> nonce = std::nullopt,
+                      const UnpackLimits& limits = {}) const;
 
   // The publish replay guard (4.3, 4.8) that Salt keeps inside its decrypting crypticle. Feed
   // it every value Loads returns for one AES key; Reset it when the key changes. If the value

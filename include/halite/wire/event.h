@@ -15,6 +15,15 @@ struct Event {
   Value data;  // a map
 };
 
+// The longest tag halite accepts from outside (minions, peers). Salt's own tags are far shorter:
+// salt/job/<20-digit jid>/ret/<255-byte id> is under 300 bytes.
+inline constexpr std::size_t kMaxEventTagBytes = 1024;
+
+// A tag that can be packed and read back as itself: not empty, at most kMaxEventTagBytes, and
+// no control byte (0x00-0x1f, 0x7f), so no "\n\n" can end it early and smuggle a second tag
+// and data past a check made on the whole string.
+bool ValidEventTag(std::string_view tag);
+
 // tag || "\n\n" || msgpack-bin(data). `data` is packed as given (add _stamp first if wanted).
 std::string PackEvent(std::string_view tag, const Value& data);
 // Splits at the first "\n\n"; the data must decode to a map.
