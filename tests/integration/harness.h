@@ -106,6 +106,7 @@ class MasterUnderTest {
   void StartAsync();
   void WaitReady();
   bool Alive() { return process_ && process_->Alive(); }
+  pid_t pid() const { return process_ ? process_->pid() : -1; }
   int Stop(int sig = SIGTERM);
   void Kill();
   const std::filesystem::path& config() const { return config_; }

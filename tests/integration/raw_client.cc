@@ -90,4 +90,42 @@ Result<wire::Value> RawMinion::Request(zmq::context_t& ctx, const wire::Crypticl
   return session.Loads(*ct, nonce);
 }
 
+std::string RawMinion::Tok() const {
+  auto tok = key_.X931Sign("salt");
+  return tok.ok() ? *tok : std::string();
+}
+
+RawMinion::Encoded RawMinion::Encode(const wire::Crypticle& key, wire::Value load,
+                                     const Forge& forge) const {
+  Encoded out;
+  out.nonce = forge.nonce ? *forge.nonce : wire::RandomNonce();
+  load.Set("nonce", out.nonce);
+  if (forge.with_tok) load.Set("tok", forge.tok ? *forge.tok : Tok());
+  load.Set("id", forge.load_id ? *forge.load_id : id_);
+  if (forge.version > 2)
+    load.Set("ts", forge.ts ? *forge.ts : static_cast<long long>(std::time(nullptr)));
+  wire::Value envelope =
+      wire::Value::MapOf({{"enc", "aes"}, {"load", key.Dumps(load)}, {"version", forge.version}});
+  if (forge.version > 2) {
+    envelope.Set("id", forge.envelope_id ? *forge.envelope_id : id_);
+    envelope.Set("enc_algo", "OAEP-SHA1");
+    envelope.Set("sig_algo", "PKCS1v15-SHA1");
+  }
+  out.body = wire::Pack(envelope);
+  return out;
+}
+
+Result<wire::Value> RawMinion::Send(zmq::context_t& ctx, const Encoded& encoded,
+                                    const wire::Crypticle& key) const {
+  auto reply = RequestOnce(ctx, endpoint_, encoded.body);
+  if (!reply) return Error::DeadlineExceeded("no reply");
+  HALITE_ASSIGN_OR_RETURN(wire::Value frame, wire::Unpack(*reply));
+  if (frame.is_map()) return frame;
+  const std::string* ct = frame.str();
+  if (!ct) return Error::InvalidArgument("reply is neither a map nor a byte string");
+  auto decrypted = key.Loads(*ct, encoded.nonce);
+  if (!decrypted.ok()) return Error::Unauthenticated(*ct);
+  return decrypted;
+}
+
 }  // namespace halite::testing

@@ -37,6 +37,27 @@ class RawMinion {
   // A v3 aes request with `load` (cmd etc.); returns the decrypted reply.
   Result<wire::Value> Request(zmq::context_t& ctx, const wire::Crypticle& session,
                               wire::Value load);
+  // Any aes request, built by hand so that a test can get each part wrong on purpose.
+  struct Forge {
+    int version = 3;
+    std::optional<std::string> envelope_id = std::nullopt;  // v3 envelope "id"; default: own
+    std::optional<std::string> load_id = std::nullopt;      // load "id"; default: own id
+    bool with_tok = true;
+    std::optional<std::string> tok = std::nullopt;  // default: own X9.31 tok
+    std::optional<long long> ts = std::nullopt;     // v3; default: now
+    std::optional<std::string> nonce = std::nullopt;
+  };
+  struct Encoded {
+    std::string body;
+    std::string nonce;
+  };
+  Encoded Encode(const wire::Crypticle& key, wire::Value load, const Forge& forge) const;
+  // Sends an encoded request; "bad load" (or any plain string) is Unauthenticated with that
+  // text, a plain map reply (errors) is returned as is, else the decrypted reply.
+  Result<wire::Value> Send(zmq::context_t& ctx, const Encoded& encoded,
+                           const wire::Crypticle& key) const;
+  std::string Tok() const;
+  const std::string& endpoint() const { return endpoint_; }
   const std::string& id() const { return id_; }
   std::string PublicPem() const { return wire::CleanKey(key_.PublicKey().ToPem()); }
 
