@@ -1,5 +1,6 @@
 #include "halite/wire/target.h"
 
+#include <optional>
 #include <vector>
 
 #include "halite/wire/regex.h"
@@ -88,8 +89,8 @@ Result<bool> GrainMatch(const std::string& expr, const TargetContext& ctx, bool 
 // Compound: tokens separated by spaces; Python precedence not > and > or.
 class CompoundParser {
  public:
-  CompoundParser(std::vector<std::string> tokens, const TargetContext& ctx)
-      : tokens_(std::move(tokens)), ctx_(ctx) {}
+  CompoundParser(const std::vector<std::string>& tokens, const TargetContext& ctx)
+      : tokens_(tokens), ctx_(ctx) {}
 
   Result<bool> Parse() {
     if (tokens_.empty()) return Error::InvalidArgument("empty compound target");
@@ -208,7 +209,7 @@ class CompoundParser {
     return GlobMatch(t, ctx_.id);
   }
 
-  std::vector<std::string> tokens_;
+  const std::vector<std::string>& tokens_;
   const TargetContext& ctx_;
   std::size_t pos_ = 0;
   std::size_t depth_ = 0;
@@ -217,22 +218,38 @@ class CompoundParser {
 std::vector<std::string> TokenizeCompound(const std::string& expr) {
   std::vector<std::string> tokens;
   std::string current;
+  bool current_has_at = false;  // a matcher term ("E@(a|b)") keeps its parentheses
   auto flush = [&] {
     if (!current.empty()) tokens.push_back(std::move(current));
     current.clear();
+    current_has_at = false;
   };
   for (char c : expr) {
     if (c == ' ' || c == '\t' || c == '\n') {
       flush();
-    } else if ((c == '(' || c == ')') && current.find('@') == std::string::npos) {
+    } else if ((c == '(' || c == ')') && !current_has_at) {
       flush();
       tokens.emplace_back(1, c);
     } else {
       current.push_back(c);
+      current_has_at = current_has_at || c == '@';
     }
   }
   flush();
   return tokens;
+}
+
+// The master evaluates one expression against every minion: keep the last tokenization per
+// thread instead of re-tokenizing up to kMaxCompoundBytes per minion. The reference is valid
+// until the next call on this thread; the parser does not call back into MatchTarget.
+const std::vector<std::string>& TokenizeCompoundCached(const std::string& expr) {
+  thread_local std::optional<std::string> last_expr;
+  thread_local std::vector<std::string> last_tokens;
+  if (!last_expr || *last_expr != expr) {
+    last_tokens = TokenizeCompound(expr);
+    last_expr = expr;
+  }
+  return last_tokens;
 }
 
 }  // namespace
@@ -280,7 +297,7 @@ Result<bool> MatchTarget(const Value& tgt, std::string_view tgt_type, const Targ
                                       " bytes exceeds the limit of " +
                                       std::to_string(kMaxCompoundBytes));
     }
-    return CompoundParser(TokenizeCompound(*text), ctx).Parse();
+    return CompoundParser(TokenizeCompoundCached(*text), ctx).Parse();
   }
   return Error::InvalidArgument("unsupported target type '" + std::string(tgt_type) + "'");
 }

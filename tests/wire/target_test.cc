@@ -153,6 +153,15 @@ TEST(TargetTest, DeeplyNestedCompoundIsRefused) {
   EXPECT_TRUE(*MatchTarget(ok_parens, "compound", ctx));
 }
 
+TEST(TargetTest, MatcherTermsKeepTheirParentheses) {
+  EXPECT_TRUE(Match("E@(web|db)1 and (web1)", "compound"));
+  EXPECT_TRUE(Match("( E@(web|db)1 )", "compound"));
+  EXPECT_FALSE(Match("( E@(db|x)1 ) or (db1)", "compound"));
+  // The same expression evaluated for another minion after a different one on this thread.
+  EXPECT_TRUE(Match("E@(web|db)1 and (web1)", "compound"));
+  EXPECT_TRUE(Match("E@(web|db)1", "compound", "db1"));
+}
+
 TEST(TargetTest, OverlongCompoundIsRefused) {
   TargetContext ctx{"web1", nullptr, false, ":"};
   std::string many = "web1";
