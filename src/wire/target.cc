@@ -135,8 +135,8 @@ class CompoundParser {
     return v;
   }
 
-  // Counts one level of '(' or 'not' for the rest of the enclosing scope; the parser recurses
-  // once per level, so the limit bounds its stack.
+  // One level of '(' or 'not' while its operand is parsed. The parser recurses once per
+  // level, so kMaxCompoundNesting bounds its stack.
   class Nest {
    public:
     explicit Nest(std::size_t& depth) : depth_(++depth) {}
