@@ -1,14 +1,14 @@
 #include "halite/keys/auth_policy.h"
 
-#include <fnmatch.h>
 #include <sys/stat.h>
 
 #include <cerrno>
 #include <optional>
-#include <regex>
 #include <utility>
 
 #include "halite/keys/fs.h"
+#include "halite/wire/glob.h"
+#include "halite/wire/regex.h"
 #include "halite/wire/rsa.h"
 
 namespace halite::keys {
@@ -23,24 +23,18 @@ std::string_view Strip(std::string_view s) {
   return s.substr(begin, end - begin + 1);
 }
 
-// The only caller of <regex>, whose constructor and matcher throw: a pattern that is not a
-// valid regex (or is too complex to run) simply does not match.
-bool RegexFullMatch(const std::string& pattern, const std::string& text) {
-  try {
-    return std::regex_match(text, std::regex(pattern, std::regex::ECMAScript));
-  } catch (const std::regex_error&) {
-    return false;
-  }
-}
-
-// Python's fnmatch on POSIX: no escapes, '*' crosses '/', a leading '.' is not special.
-bool GlobMatch(const std::string& pattern, const std::string& text) {
-  return ::fnmatch(pattern.c_str(), text.c_str(), FNM_NOESCAPE) == 0;
+// A pattern that is not a valid regex, or whose match hits a limit, simply does not match.
+// Compiled once per thread and pattern (the files are re-read per request).
+bool RegexFullMatch(const std::string& pattern, std::string_view text) {
+  Result<wire::Regex> re = wire::CompileRegexCached(pattern);
+  if (!re.ok()) return false;
+  Result<bool> matched = re->Match(text, wire::RegexAnchor::kFull);
+  return matched.ok() && *matched;
 }
 
 // Salt's salt.utils.stringutils.expr_match.
-bool ExprMatch(const std::string& id, const std::string& pattern) {
-  return GlobMatch(pattern, id) || RegexFullMatch(pattern, id);
+bool ExprMatch(std::string_view id, const std::string& pattern) {
+  return wire::GlobMatch(pattern, id) || RegexFullMatch(pattern, id);
 }
 
 AuthDecision Decision(AuthVerdict verdict, std::string act, std::string reason) {
@@ -149,9 +143,8 @@ Result<std::vector<std::string>> LoadPatternFile(const std::filesystem::path& pa
 }
 
 bool MatchesPattern(std::string_view id, const std::vector<std::string>& patterns) {
-  const std::string text(id);
   for (const std::string& pattern : patterns) {
-    if (ExprMatch(text, pattern)) return true;
+    if (ExprMatch(id, pattern)) return true;
   }
   return false;
 }

@@ -1,5 +1,6 @@
 #include "halite/wire/msgpack.h"
 
+#include <algorithm>
 #include <bit>
 #include <charconv>
 #include <cmath>
@@ -379,6 +380,8 @@ class Reader {
       return Error::ResourceExhausted("msgpack nesting deeper than " +
                                       std::to_string(limits_.max_depth));
     }
+    if (nodes_ >= limits_.max_nodes) return OverBudget(1);
+    ++nodes_;
     std::uint8_t tag = 0;
     if (!Byte(tag)) return Truncated();
     if (tag <= 0x7f) return Value(static_cast<std::int64_t>(tag));
@@ -463,6 +466,14 @@ class Reader {
     return std::string{kHex[b >> 4], kHex[b & 0xf]};
   }
 
+  // `more` values would take the document past the node budget.
+  Error OverBudget(std::uint64_t more) const {
+    return Error::ResourceExhausted("msgpack: document of more than " +
+                                    std::to_string(limits_.max_nodes) + " values (" +
+                                    std::to_string(nodes_) + " decoded, " + std::to_string(more) +
+                                    " more declared at offset " + std::to_string(pos_) + ")");
+  }
+
   Error Truncated() {
     incomplete_ = true;
     return Error::InvalidArgument("msgpack: truncated input at offset " + std::to_string(pos_));
@@ -499,11 +510,17 @@ class Reader {
     return Value(std::move(e));
   }
 
+  // Containers reserve at most this many elements up front and grow with the elements really
+  // decoded: a header can declare millions of elements that are each one byte on the wire and
+  // 48 bytes (96 for a map entry) in memory.
+  static constexpr std::uint64_t kMaxReserve = 64;
+
   Result<Value> ReadArray(std::uint64_t n, std::size_t depth) {
     // Every element takes at least one byte: a larger count cannot be honest.
     if (n > Remaining()) return Truncated();
+    if (n > limits_.max_nodes - nodes_) return OverBudget(n);
     Array a;
-    a.reserve(n);
+    a.reserve(std::min(n, kMaxReserve));
     for (std::uint64_t i = 0; i < n; ++i) {
       HALITE_ASSIGN_OR_RETURN(Value v, Read(depth + 1));
       a.push_back(std::move(v));
@@ -513,8 +530,9 @@ class Reader {
 
   Result<Value> ReadMap(std::uint64_t n, std::size_t depth) {
     if (n > Remaining() / 2) return Truncated();
+    if (n > (limits_.max_nodes - nodes_) / 2) return OverBudget(2 * n);
     Map m;
-    m.reserve(n);
+    m.reserve(std::min(n, kMaxReserve));
     for (std::uint64_t i = 0; i < n; ++i) {
       HALITE_ASSIGN_OR_RETURN(Value k, Read(depth + 1));
       HALITE_ASSIGN_OR_RETURN(Value v, Read(depth + 1));
@@ -526,6 +544,7 @@ class Reader {
   std::string_view in_;
   const UnpackLimits& limits_;
   std::size_t pos_ = 0;
+  std::size_t nodes_ = 0;  // Values decoded so far, counted against limits_.max_nodes
   bool incomplete_ = false;
 };
 

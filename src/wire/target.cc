@@ -1,22 +1,18 @@
 #include "halite/wire/target.h"
 
-#include <fnmatch.h>
-
-#include <regex>
+#include <optional>
 #include <vector>
+
+#include "halite/wire/regex.h"
 
 namespace halite::wire {
 
 namespace {
 
-Result<bool> RegexFullMatch(const std::string& pattern, std::string_view text) {
-  try {
-    // Salt uses re.match (anchored at the start); a full-string anchor is not required.
-    std::regex re(pattern, std::regex::ECMAScript);
-    return std::regex_search(text.begin(), text.end(), re, std::regex_constants::match_continuous);
-  } catch (const std::regex_error& e) {
-    return Error::InvalidArgument("bad regular expression '" + pattern + "': " + e.what());
-  }
+// Salt uses re.match: anchored at the start; a full-string anchor is not required.
+Result<bool> RegexMatch(const std::string& pattern, std::string_view text) {
+  HALITE_ASSIGN_OR_RETURN(Regex re, CompileRegexCached(pattern));
+  return re.Match(text, RegexAnchor::kStart);
 }
 
 std::vector<std::string> SplitListImpl(const Value& tgt) {
@@ -55,7 +51,7 @@ Result<bool> ValueMatches(const Value& value, const std::string& pattern, bool r
   }
   if (value.is_map()) return value.Find(pattern) != nullptr;
   std::string text = ScalarToString(value);
-  if (regex) return RegexFullMatch(pattern, text);
+  if (regex) return RegexMatch(pattern, text);
   return GlobMatch(pattern, text);
 }
 
@@ -93,11 +89,16 @@ Result<bool> GrainMatch(const std::string& expr, const TargetContext& ctx, bool 
 // Compound: tokens separated by spaces; Python precedence not > and > or.
 class CompoundParser {
  public:
-  CompoundParser(std::vector<std::string> tokens, const TargetContext& ctx)
-      : tokens_(std::move(tokens)), ctx_(ctx) {}
+  CompoundParser(const std::vector<std::string>& tokens, const TargetContext& ctx)
+      : tokens_(tokens), ctx_(ctx) {}
 
   Result<bool> Parse() {
     if (tokens_.empty()) return Error::InvalidArgument("empty compound target");
+    if (tokens_.size() > kMaxCompoundTokens) {
+      return Error::ResourceExhausted("compound target of " + std::to_string(tokens_.size()) +
+                                      " terms exceeds the limit of " +
+                                      std::to_string(kMaxCompoundTokens));
+    }
     HALITE_ASSIGN_OR_RETURN(bool v, Or());
     if (pos_ != tokens_.size()) {
       return Error::InvalidArgument("unexpected '" + tokens_[pos_] + "' in compound target");
@@ -134,9 +135,30 @@ class CompoundParser {
     return v;
   }
 
+  // One level of '(' or 'not' while its operand is parsed. The parser recurses once per
+  // level, so kMaxCompoundNesting bounds its stack.
+  class Nest {
+   public:
+    explicit Nest(std::size_t& depth) : depth_(++depth) {}
+    ~Nest() { --depth_; }
+    Nest(const Nest&) = delete;
+    Nest& operator=(const Nest&) = delete;
+    bool too_deep() const { return depth_ > kMaxCompoundNesting; }
+
+   private:
+    std::size_t& depth_;
+  };
+
+  static Error TooDeep() {
+    return Error::ResourceExhausted("compound target nests '(' and 'not' deeper than " +
+                                    std::to_string(kMaxCompoundNesting));
+  }
+
   Result<bool> Not() {
     if (Peek("not")) {
       ++pos_;
+      Nest nest(depth_);
+      if (nest.too_deep()) return TooDeep();
       HALITE_ASSIGN_OR_RETURN(bool v, Not());
       return !v;
     }
@@ -147,6 +169,8 @@ class CompoundParser {
     if (pos_ >= tokens_.size()) return Error::InvalidArgument("compound target ends early");
     if (Peek("(")) {
       ++pos_;
+      Nest nest(depth_);
+      if (nest.too_deep()) return TooDeep();
       HALITE_ASSIGN_OR_RETURN(bool v, Or());
       if (!Peek(")")) return Error::InvalidArgument("missing ')' in compound target");
       ++pos_;
@@ -164,7 +188,7 @@ class CompoundParser {
         case 'P':
           return GrainMatch(rest, ctx_, true);
         case 'E':
-          return RegexFullMatch(rest, ctx_.id);
+          return RegexMatch(rest, ctx_.id);
         case 'L': {
           for (const auto& item : SplitListImpl(Value(rest))) {
             if (item == ctx_.id) return true;
@@ -185,39 +209,52 @@ class CompoundParser {
     return GlobMatch(t, ctx_.id);
   }
 
-  std::vector<std::string> tokens_;
+  const std::vector<std::string>& tokens_;
   const TargetContext& ctx_;
   std::size_t pos_ = 0;
+  std::size_t depth_ = 0;
 };
 
 std::vector<std::string> TokenizeCompound(const std::string& expr) {
   std::vector<std::string> tokens;
   std::string current;
+  bool current_has_at = false;  // a matcher term ("E@(a|b)") keeps its parentheses
   auto flush = [&] {
     if (!current.empty()) tokens.push_back(std::move(current));
     current.clear();
+    current_has_at = false;
   };
   for (char c : expr) {
     if (c == ' ' || c == '\t' || c == '\n') {
       flush();
-    } else if ((c == '(' || c == ')') && current.find('@') == std::string::npos) {
+    } else if ((c == '(' || c == ')') && !current_has_at) {
       flush();
       tokens.emplace_back(1, c);
     } else {
       current.push_back(c);
+      current_has_at = current_has_at || c == '@';
     }
   }
   flush();
   return tokens;
 }
 
+// The master evaluates one expression against every minion: keep the last tokenization per
+// thread instead of re-tokenizing up to kMaxCompoundBytes per minion. The reference is valid
+// until the next call on this thread; the parser does not call back into MatchTarget.
+const std::vector<std::string>& TokenizeCompoundCached(const std::string& expr) {
+  thread_local std::optional<std::string> last_expr;
+  thread_local std::vector<std::string> last_tokens;
+  if (!last_expr || *last_expr != expr) {
+    last_tokens = TokenizeCompound(expr);
+    last_expr = expr;
+  }
+  return last_tokens;
+}
+
 }  // namespace
 
 std::vector<std::string> TargetListItems(const Value& tgt) { return SplitListImpl(tgt); }
-
-bool GlobMatch(std::string_view pattern, std::string_view text) {
-  return fnmatch(std::string(pattern).c_str(), std::string(text).c_str(), 0) == 0;
-}
 
 std::string ScalarToString(const Value& v) {
   if (const std::string* s = v.str()) return *s;
@@ -241,7 +278,7 @@ Result<bool> MatchTarget(const Value& tgt, std::string_view tgt_type, const Targ
   }
   if (tgt_type == "pcre") {
     if (!text) return Error::InvalidArgument("pcre target must be a string");
-    return RegexFullMatch(*text, ctx.id);
+    return RegexMatch(*text, ctx.id);
   }
   if (tgt_type == "list") {
     for (const auto& item : SplitListImpl(tgt)) {
@@ -255,7 +292,12 @@ Result<bool> MatchTarget(const Value& tgt, std::string_view tgt_type, const Targ
   }
   if (tgt_type == "compound") {
     if (!text) return Error::InvalidArgument("compound target must be a string");
-    return CompoundParser(TokenizeCompound(*text), ctx).Parse();
+    if (text->size() > kMaxCompoundBytes) {
+      return Error::ResourceExhausted("compound target of " + std::to_string(text->size()) +
+                                      " bytes exceeds the limit of " +
+                                      std::to_string(kMaxCompoundBytes));
+    }
+    return CompoundParser(TokenizeCompoundCached(*text), ctx).Parse();
   }
   return Error::InvalidArgument("unsupported target type '" + std::string(tgt_type) + "'");
 }

@@ -299,6 +299,22 @@ TEST(MatchesPatternTest, InvalidRegexIsOnlyAGlob) {
   EXPECT_TRUE(MatchesPattern("web(", {"web("}));  // still matches as a glob
 }
 
+// An autosign/autoreject line that backtracks without bound hung the auth worker under
+// std::regex (on the old code this test runs into ctest's timeout); now the match stops at
+// PCRE2's limit and the pattern simply does not match.
+TEST(MatchesPatternTest, BacktrackingRegexDoesNotHangAndDoesNotMatch) {
+  const std::string id = std::string(40, 'a') + "-c";
+  EXPECT_FALSE(MatchesPattern(id, {"(a|aa)*c"}));
+  EXPECT_TRUE(MatchesPattern(id, {"(a|aa)*c", "a+-c"}));
+}
+
+// Python's fnmatch, not glibc's: "[!" is literal text and '\' is no escape. Checked with
+//   python3 -c 'import fnmatch; print(fnmatch.fnmatch("web[!", "web[!"))'  # True
+TEST(MatchesPatternTest, GlobFollowsPythonFnmatch) {
+  EXPECT_TRUE(MatchesPattern("web[!", {"web[!"}));
+  EXPECT_TRUE(MatchesPattern("web1", {"[!]]eb1"}));
+}
+
 class LoadPatternFileTest : public testing::Test {
  protected:
   void SetUp() override {

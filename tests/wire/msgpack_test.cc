@@ -5,6 +5,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "allocation_meter.h"
 #include "halite/wire/encoding.h"
 
 namespace halite::wire {
@@ -145,6 +146,107 @@ TEST(MsgpackTest, HugeDeclaredLengthsFailWithoutAllocating) {
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(r.error().code, ErrorCode::kInvalidArgument);
   }
+}
+
+std::string Array32Header(std::uint32_t n) {
+  std::string out = "\xdd";
+  for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<char>(n >> shift));
+  return out;
+}
+
+// Passes on the old decoder too (it already compared the count with the bytes left); kept so
+// that the node budget can never turn this into a 4-billion-element reserve.
+TEST(MsgpackTest, ArrayDeclaringFourBillionElementsIsRefusedAtOnce) {
+  const std::string doc = Array32Header(0xffffffffu) + std::string(16, '\xc0');
+  testing_support::AllocationMeter meter;
+  auto r = Unpack(doc);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_LT(meter.PeakBytes(), 4096u);
+}
+
+// Fails on the old decoder, which had no node budget: every document below decoded.
+TEST(MsgpackTest, DocumentOverTheNodeBudgetIsResourceExhausted) {
+  UnpackLimits limits;
+  limits.max_nodes = 100;
+  // The array itself and its elements each count one.
+  EXPECT_TRUE(Unpack(Pack(Value(Array(99))), limits).ok());
+  auto flat = Unpack(Pack(Value(Array(100))), limits);
+  ASSERT_FALSE(flat.ok());
+  EXPECT_EQ(flat.error().code, ErrorCode::kResourceExhausted);
+  EXPECT_NE(flat.error().message.find("more than 100 values"), std::string::npos)
+      << flat.error().message;
+  // Each header is within budget on its own; the total is not: 1 + 20 * (1 + 10) values.
+  auto nested = Unpack(Pack(Value(Array(20, Value(Array(10))))), limits);
+  ASSERT_FALSE(nested.ok());
+  EXPECT_EQ(nested.error().code, ErrorCode::kResourceExhausted);
+  // A map entry is two values: 1 + 2 * 49 fits, 1 + 2 * 50 does not.
+  Map map;
+  for (int i = 0; i < 50; ++i) map.emplace_back(Value(i), Value());
+  EXPECT_FALSE(Unpack(Pack(Value(map)), limits).ok());
+  map.pop_back();
+  EXPECT_TRUE(Unpack(Pack(Value(map)), limits).ok());
+  // Streaming decodes are held to the same budget.
+  std::size_t consumed = 0;
+  auto streamed = UnpackOne(Pack(Value(Array(20, Value(Array(10))))), &consumed, limits);
+  ASSERT_FALSE(streamed.ok());
+  EXPECT_EQ(streamed.error().code, ErrorCode::kResourceExhausted);
+}
+
+// The attack of issue 12: a 16 MiB array of nil (one wire byte, one 48-byte Value each). The
+// old decoder reserved the declared 16 Mi elements and decoded them all (measured with the
+// meter: peak 805,306,368 bytes, 48x, the document accepted). Now the header alone is over the
+// budget.
+TEST(MsgpackTest, SixteenMegabyteArrayOfNilIsRefusedWithoutAmplification) {
+  constexpr std::uint32_t kCount = 16u << 20;
+  const std::string doc = Array32Header(kCount) + std::string(kCount, '\xc0');
+  testing_support::AllocationMeter meter;
+  auto r = Unpack(doc);
+  std::printf("peak %zu bytes for a %zu-byte document\n", meter.PeakBytes(), doc.size());
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, ErrorCode::kResourceExhausted);
+  EXPECT_LT(meter.PeakBytes(), 1u << 20);
+}
+
+// The same 16 MiB of nils as 65,535 honest arrays of 255: no header is over the budget, so the
+// decoder really grows containers until the budget runs out. The peak stays within the bound
+// UnpackLimits documents (3 * 48 bytes per node), not 48x the input. The old decoder accepted
+// it, holding 16 Mi Values (measured peak 805,294,080 bytes; now 12.6 MB with 256 Ki nodes).
+TEST(MsgpackTest, HonestLookingSixteenMegabyteDocumentStopsAtTheNodeBudget) {
+  std::string doc = "\xdc\xff\xff";  // array16 of 65,535
+  const std::string inner = std::string("\xdc\x00\xff", 3) + std::string(255, '\xc0');
+  for (int i = 0; i < 0xffff; ++i) doc += inner;
+  ASSERT_GT(doc.size(), 16000000u);
+  UnpackLimits limits;
+  limits.max_nodes = 1u << 18;
+  testing_support::AllocationMeter meter;
+  auto r = Unpack(doc, limits);
+  std::printf("peak %zu bytes for a %zu-byte document\n", meter.PeakBytes(), doc.size());
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, ErrorCode::kResourceExhausted);
+  EXPECT_NE(r.error().message.find("values"), std::string::npos) << r.error().message;
+  const std::size_t bound = 3 * sizeof(Value) * limits.max_nodes + (1u << 20);
+  EXPECT_LT(meter.PeakBytes(), bound);
+}
+
+// Every level of a chain of array32 headers declares as many elements as bytes remain, so
+// each passes the "count <= bytes left" check. The old decoder reserved 48 bytes per declared
+// element at every level before failing: ~48 * 60 = 2,880x the input (measured peak
+// 3,020,323,723 bytes for this 1 MiB document). Now each level reserves a small bound.
+TEST(MsgpackTest, NestedOverstatedCountsDoNotMultiplyTheReserve) {
+  constexpr std::size_t kLevels = 60;
+  constexpr std::size_t kPayload = 1u << 20;
+  std::string doc;
+  for (std::size_t level = 0; level < kLevels; ++level) {
+    const std::size_t remaining_after_header = (kLevels - level - 1) * 5 + kPayload;
+    doc += Array32Header(static_cast<std::uint32_t>(remaining_after_header));
+  }
+  doc += std::string(kPayload, '\xc0');
+  testing_support::AllocationMeter meter;
+  auto r = Unpack(doc);
+  std::printf("peak %zu bytes for a %zu-byte document\n", meter.PeakBytes(), doc.size());
+  ASSERT_FALSE(r.ok());  // truncated or over budget, depending on where it stops
+  EXPECT_LT(meter.PeakBytes(), 8 * doc.size() + (1u << 20));
 }
 
 TEST(MsgpackTest, DeepNestingIsRejected) {

@@ -38,8 +38,8 @@ Result<std::vector<std::string>> LoadPatternFile(const std::filesystem::path& pa
 
 // Salt's expr_match over a list: true if `id` matches any pattern as an fnmatch glob (Python
 // fnmatch rules: case-sensitive, '*' also matches '/', '\' is literal) or as a regular
-// expression (ECMAScript) that matches the whole id. Patterns that are not valid regexes are
-// only tried as globs.
+// expression (PCRE2 with Python re syntax, wire/regex.h) that matches the whole id. Patterns
+// that are not valid regexes, or whose match hits a limit, are only tried as globs.
 bool MatchesPattern(std::string_view id, const std::vector<std::string>& patterns);
 
 // A `pub` longer than this is refused before anything is read or written; one that does not

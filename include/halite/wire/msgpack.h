@@ -7,8 +7,10 @@
 //   file form (use_bin_type=True): text as str (str8 allowed), binary as bin.
 // - Ext types (78 datetime, 79 Salt constant, any other) pass through unchanged.
 // - Map key order is kept (a map is a vector of pairs).
-// - Unpack rejects truncated input, trailing bytes, nesting beyond a depth limit and declared
-//   lengths larger than the bytes that remain, so memory stays bounded by the input size.
+// - Unpack rejects truncated input, trailing bytes, nesting beyond a depth limit, declared
+//   lengths larger than the bytes that remain and documents of more than `max_nodes` values.
+//   Containers grow with the elements actually decoded (a declared count reserves at most a
+//   small bound), so memory stays bounded by the input size and the node budget.
 // Thread-safety: values are plain data; functions are reentrant.
 #pragma once
 
@@ -132,10 +134,19 @@ void PackTo(const Value& value, Packing packing, std::string& out);
 struct UnpackLimits {
   std::size_t max_depth = 64;
   std::size_t max_bytes = 256u << 20;  // input larger than this is refused outright
+  // Budget on the number of Values (every scalar, container, map key and map value counts
+  // one) in one document. A Value is 48 bytes and a container holds at most twice the
+  // capacity it uses, and while it grows the old and the new buffer live at once, so a decode
+  // holds at most about 3 * 48 * max_nodes bytes of nodes (144 MiB for the default 1 Mi nodes)
+  // plus the string and ext bytes, which are at most the input's size. Callers that take
+  // input from strangers should pass a smaller budget.
+  std::size_t max_nodes = 1u << 20;
 };
 
 // Exactly one document; trailing bytes are an error. Errors are kInvalidArgument
-// (malformed, truncated) or kResourceExhausted (depth, size).
+// (malformed, truncated) or kResourceExhausted (depth, size, node budget). A container that
+// declares more elements than the bytes left is truncated (kInvalidArgument) before it is
+// over the node budget.
 Result<Value> Unpack(std::string_view bytes, const UnpackLimits& limits = {});
 
 // Streaming form: decodes one document from the front of `bytes`. Returns nullopt (and leaves

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "halite/common/result.h"
+#include "halite/wire/glob.h"
 #include "halite/wire/msgpack.h"
 
 namespace halite::wire {
@@ -21,15 +22,22 @@ struct TargetContext {
   std::string_view delimiter = ":";
 };
 
+// Limits on a compound expression, checked before it is evaluated.
+inline constexpr std::size_t kMaxCompoundBytes = 256u << 10;
+inline constexpr std::size_t kMaxCompoundTokens = 10'000;
+inline constexpr std::size_t kMaxCompoundNesting = 100;  // '(' and 'not' that enclose a term
+
 // Error::InvalidArgument for an unknown target type, a bad regex or a malformed compound
-// expression; otherwise whether the minion matches.
+// expression; Error::ResourceExhausted for a compound expression over the limits above or a
+// regex that hits its match limit (wire/regex.h); otherwise whether the minion matches.
+// pcre, grain_pcre, E@ and P@ follow Python's re.match (anchored at the start only); each
+// pattern is compiled once per thread (CompileRegexCached), so resolving one target against
+// many minions compiles it once. A grain or id longer than RegexLimits::max_text_bytes
+// (64 KiB) does not match a regex.
 Result<bool> MatchTarget(const Value& tgt, std::string_view tgt_type, const TargetContext& ctx);
 
 // The ids of a list target: a list of strings, or one comma-separated string (items trimmed).
 std::vector<std::string> TargetListItems(const Value& tgt);
-
-// Salt's fnmatch-style glob (*, ?, [seq], [!seq]), case-sensitive.
-bool GlobMatch(std::string_view pattern, std::string_view text);
 
 // Renders a scalar the way Python's str() would for matching (True/False/None, ints).
 std::string ScalarToString(const Value& v);
