@@ -9,6 +9,7 @@
 #include "halite/master/targeting.h"
 #include "halite/wire/encoding.h"
 #include "halite/wire/event.h"
+#include "halite/wire/regex.h"
 #include "halite/wire/target.h"
 
 namespace halite::master {
@@ -298,9 +299,11 @@ void HandleMinionEvent(MasterContext& ctx, AesRequest req) {
   req.reply(ReplyKind::kEncrypted, wire::Value());
 }
 
-// re.match(pattern, text), as Salt's ACLs use it.
+// re.match(pattern, text), as Salt's ACLs use it; a bad pattern matches nothing.
 bool ReMatch(const std::string& pattern, const std::string& text) {
-  auto m = wire::MatchTarget(wire::Value(pattern), "pcre", wire::TargetContext{text});
+  auto re = wire::CompileRegexCached(pattern);
+  if (!re.ok()) return false;
+  auto m = re->Match(text, wire::RegexAnchor::kStart);
   return m.ok() && *m;
 }
 

@@ -266,10 +266,26 @@ TEST_F(AuthPolicyTest, PendingPathThatIsADirectoryIsRejected) {
   EXPECT_TRUE(AllFiles().empty());
 }
 
-TEST_F(AuthPolicyTest, CorruptKeyIsWrittenButNotAccepted) {
+TEST_F(AuthPolicyTest, CorruptKeyIsRefusedBeforeItIsWritten) {
+  // Salt writes it before loading it; halite parses it first (issue 12: no squatting).
   options_.auto_accept = true;
   ExpectDecision(Decide("web1", "not a key"), AuthVerdict::kRejected, false, "");
-  EXPECT_EQ(File("minions", "web1"), "not a key");  // Salt writes it before loading it
+  options_.auto_accept = false;
+  ExpectDecision(Decide("web2", "not a key"), AuthVerdict::kRejected, false, "");
+  for (const char* dir : {"minions", "minions_pre", "minions_denied", "minions_rejected"}) {
+    EXPECT_FALSE(fs::exists(root_ / dir / "web1")) << dir;
+    EXPECT_FALSE(fs::exists(root_ / dir / "web2")) << dir;
+  }
+  ExpectDecision(Decide("web3", std::string(kMaxPublicKeyBytes + 1, 'A')), AuthVerdict::kRejected,
+                 false, "");
+  EXPECT_FALSE(fs::exists(root_ / "minions_pre" / "web3"));
+}
+
+TEST_F(AuthPolicyTest, AKeyThatDiffersFromTheAcceptedOneMustParseToBeRecordedAsDenied) {
+  options_.auto_accept = true;
+  ExpectDecision(Decide("web1", pub_), AuthVerdict::kAccepted, true, "accept");
+  ExpectDecision(Decide("web1", "junk"), AuthVerdict::kRejected, false, "");
+  EXPECT_FALSE(fs::exists(root_ / "minions_denied" / "web1"));
 }
 
 TEST_F(AuthPolicyTest, PendingThenOperatorAcceptFlow) {
