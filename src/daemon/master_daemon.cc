@@ -420,8 +420,12 @@ Result<std::unique_ptr<MasterDaemon>> MasterDaemon::Create(config::MasterConfig 
   const std::filesystem::path pki_dir = cfg.pki_dir;
   const std::filesystem::path cachedir = cfg.cachedir;
   const std::filesystem::path sock_dir = cfg.sock_dir;
+  // Everything the master writes is its user's alone (returns, job arguments, keys, sessions).
+  // Each writer asks for 0600 / 0700 itself; the umask also covers what others create for
+  // us (ZeroMQ's ipc socket files, between bind and chmod). It is process-wide.
+  ::umask(077);
   for (const auto& [dir, mode] :
-       {std::pair{pki_dir, 0700}, std::pair{cachedir, 0755}, std::pair{sock_dir, 0755}}) {
+       {std::pair{pki_dir, 0700}, std::pair{cachedir, 0700}, std::pair{sock_dir, 0700}}) {
     if (auto st = keys::EnsureDir(dir, static_cast<mode_t>(mode)); !st.ok()) {
       return st.error().WithContext("cannot create " + dir.string());
     }
