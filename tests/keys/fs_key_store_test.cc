@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <future>
 #include <string>
@@ -93,15 +94,17 @@ TEST_F(FsKeyStoreTest, EverythingIsPrivateWhateverTheUmask) {
   ASSERT_TRUE(pair.ok()) << pair.error().ToString();
   std::vector<std::string> offenders;
   auto check = [&](const fs::path& path) {
-    if ((ModeOf(path) & 077) != 0) {
-      offenders.push_back(path.string() + " " + std::to_string(ModeOf(path)));
+    if (const mode_t mode = ModeOf(path); (mode & 077) != 0) {
+      char octal[16];
+      std::snprintf(octal, sizeof octal, "%04o", static_cast<unsigned>(mode & 07777));
+      offenders.push_back(path.string() + " " + octal);
     }
   };
   check(root);
   for (const auto& entry : fs::recursive_directory_iterator(root)) check(entry.path());
   std::string listing;
   for (const std::string& offender : offenders) listing += "\n  " + offender;
-  EXPECT_TRUE(offenders.empty()) << "group/other may read or enter (modes in decimal):" << listing;
+  EXPECT_TRUE(offenders.empty()) << "group/other may read or enter:" << listing;
 }
 
 TEST_F(FsKeyStoreTest, MissingKeyIsNotFound) {
