@@ -1,8 +1,8 @@
-// PeerChannel's state, shared by its two source files:
+// PeerChannel's state, shared by its source files:
 // - peer_channel.cc: the caller's side (options, Broadcast, Start, Shutdown), the peers' keys
-//   (the "cluster-keys" thread and ApplyKey), socket set-up, ZAP and the handshake monitor,
-//   and the status snapshot;
-// - peer_link.cc: the per-peer streams on the loop thread: queues, sending, acks, receiving.
+//   (the "cluster-keys" thread and ApplyKey), socket set-up and the status snapshot;
+// - peer_link.cc: the per-peer streams on the loop thread: queues, sending, acks, receiving;
+// - peer_auth.cc: the ZAP handler and the handshake monitor.
 // Internal to src/cluster.
 #pragma once
 
@@ -42,6 +42,9 @@ inline constexpr int kSendHwm = 1000;
 inline constexpr int kRecvHwm = 1000;
 inline constexpr std::chrono::milliseconds kSendRetryDelay{1};
 inline constexpr std::size_t kRetiredEpochs = 16;
+inline constexpr int kHandshakeFailures = ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL |
+                                          ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
+                                          ZMQ_EVENT_HANDSHAKE_FAILED_AUTH;
 // Bytes a data frame adds to kind + payload (map, keys, three uint64, class), rounded up.
 inline constexpr std::size_t kFrameOverhead = 128;
 
@@ -157,7 +160,7 @@ class PeerChannel::Impl : public std::enable_shared_from_this<PeerChannel::Impl>
   bool FitsInAFrame(const PeerMessage& message) const;
   void PostDrain();
 
-  // Loop thread: set-up, keys, authentication, status (peer_channel.cc).
+  // Loop thread: set-up, keys, status (peer_channel.cc); authentication (peer_auth.cc).
   halite::Status StartOnLoop(const std::vector<KeyReading>& keys);
   void CloseOnLoop();
   void CloseSockets();
