@@ -145,7 +145,7 @@ Result<CurveKeyPair> LoadOrCreateCurveKeys(const fs::path& pki_dir, const fs::pa
                                   "' cannot name a file in peers/");
   }
   HALITE_RETURN_IF_ERROR(keys::EnsureDir(pki_dir, 0700));
-  HALITE_RETURN_IF_ERROR(keys::EnsureDir(cluster_pki_dir / "peers", 0755));
+  HALITE_RETURN_IF_ERROR(keys::EnsureDir(cluster_pki_dir / "peers", 0700));
   HALITE_ASSIGN_OR_RETURN(CurveKeyPair pair, LoadOrCreateSecret(pki_dir));
 
   fs::path published = PeerCurveKeyPath(cluster_pki_dir, self_id);
@@ -153,7 +153,7 @@ Result<CurveKeyPair> LoadOrCreateCurveKeys(const fs::path& pki_dir, const fs::pa
   if (!current.ok()) {
     if (current.error().code != ErrorCode::kNotFound) return current.error();
     HALITE_ASSIGN_OR_RETURN(bool created,
-                            keys::CreateFileExclusive(published, pair.public_key + "\n", 0644));
+                            keys::CreateFileExclusive(published, pair.public_key + "\n", 0600));
     if (created) {
       spdlog::info("published the cluster CURVE public key as {}", published.string());
       return pair;

@@ -61,7 +61,7 @@ Status CheckClusterIdentity(std::string_view self_id, std::string_view interface
 Status PublishMasterKey(const std::filesystem::path& cluster_pki_dir, std::string_view self_id,
                         std::string_view master_pub_pem) {
   const auto peers = cluster_pki_dir / "peers";
-  HALITE_RETURN_IF_ERROR(keys::EnsureDir(peers, 0755));
+  HALITE_RETURN_IF_ERROR(keys::EnsureDir(peers, 0700));
   const auto path = peers / (std::string(self_id) + ".pub");
   for (int attempt = 0; attempt < 2; ++attempt) {
     auto existing = keys::ReadFile(path);
@@ -72,7 +72,7 @@ Status PublishMasterKey(const std::filesystem::path& cluster_pki_dir, std::strin
           std::string(self_id) + "', or this master was rebuilt (then remove that file)");
     }
     if (existing.error().code != ErrorCode::kNotFound) return existing.error();
-    HALITE_ASSIGN_OR_RETURN(bool created, keys::CreateFileExclusive(path, master_pub_pem, 0644));
+    HALITE_ASSIGN_OR_RETURN(bool created, keys::CreateFileExclusive(path, master_pub_pem, 0600));
     if (created) return OkStatus();
   }
   return Error::Unavailable("cannot settle " + path.string());

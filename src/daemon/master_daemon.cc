@@ -138,10 +138,14 @@ class ClusterJobPublisher final : public master::JobPublisher {
     auto ts = std::chrono::duration_cast<std::chrono::seconds>(
                   std::chrono::system_clock::now().time_since_epoch())
                   .count();
-    peers_.Broadcast(cluster::PeerMessage{
+    halite::Status queued = peers_.BroadcastPublish(cluster::PeerMessage{
         "publish", wire::Pack(wire::Value::MapOf({{"ts", static_cast<long long>(ts)},  // NOLINT
                                                   {"load", pub_load}}),
                               wire::Packing::kBinType)});
+    // TODO(lead): JobPublisher::Publish cannot fail yet; a refused forward (some peer's
+    // publish queue is full: it is down or slow) should refuse the job to its caller. Until
+    // then the refusal is logged and counted (halite_peer_publishes_refused_total).
+    if (!queued.ok()) spdlog::error("job not forwarded to peers: {}", queued.error().ToString());
     local_.Publish(std::move(pub_load));
   }
 
@@ -321,12 +325,31 @@ std::string MasterDaemon::Impl::Metrics() {
   if (peers) {
     help("halite_peer_up", "gauge", "1 when the link to a peer is up.");
     help("halite_peer_backlog", "gauge", "Messages waiting for a peer's acknowledgement.");
-    help("halite_peer_dropped_total", "counter", "Messages dropped from a full backlog.");
+    help("halite_peer_dropped_total", "counter",
+         "Messages given up before the peer acknowledged them (events pushed out of a full "
+         "backlog, publishes past publish_max_age).");
+    help("halite_peer_queued", "gauge", "Messages of a class waiting for the peer's ack.");
+    help("halite_peer_sent_total", "counter", "Messages of a class the peer acknowledged.");
+    help("halite_peer_received_total", "counter", "Messages of a class received from the peer.");
+    help("halite_peer_class_dropped_total", "counter",
+         "Messages of a class given up before the peer acknowledged them.");
+    help("halite_peer_publishes_refused_total", "counter",
+         "Publishes refused because this peer's lossless publish queue was full.");
     for (const auto& link : peers->Status()) {
       std::string labels = id + ",peer=\"" + link.id + "\"";
       line("halite_peer_up", labels, link.connected ? 1 : 0);
       line("halite_peer_backlog", labels, static_cast<double>(link.backlog));
       line("halite_peer_dropped_total", labels, static_cast<double>(link.dropped));
+      for (const auto& [cls, stats] :
+           {std::pair{"event", &link.events}, std::pair{"publish", &link.publishes}}) {
+        std::string class_labels = labels + ",class=\"" + cls + "\"";
+        line("halite_peer_queued", class_labels, static_cast<double>(stats->queued));
+        line("halite_peer_sent_total", class_labels, static_cast<double>(stats->sent));
+        line("halite_peer_received_total", class_labels, static_cast<double>(stats->received));
+        line("halite_peer_class_dropped_total", class_labels, static_cast<double>(stats->dropped));
+      }
+      line("halite_peer_publishes_refused_total", labels,
+           static_cast<double>(link.publishes_refused));
     }
   }
   return out;
@@ -392,7 +415,15 @@ wire::Value MasterDaemon::Impl::ClusterStatus() {
                                         {"backlog", link.backlog},
                                         {"sent", link.sent},
                                         {"received", link.received},
-                                        {"dropped", link.dropped}});
+                                        {"dropped", link.dropped},
+                                        {"publishes_refused", link.publishes_refused}});
+    for (const auto& [cls, stats] :
+         {std::pair{"events", &link.events}, std::pair{"publishes", &link.publishes}}) {
+      v.Set(cls, wire::Value::MapOf({{"queued", stats->queued},
+                                     {"sent", stats->sent},
+                                     {"received", stats->received},
+                                     {"dropped", stats->dropped}}));
+    }
     v.Set("last_contact",
           link.last_contact ? wire::Value(wire::IsoStamp(*link.last_contact)) : wire::Value());
     if (!link.problem.empty()) v.Set("problem", link.problem);
@@ -419,8 +450,12 @@ Result<std::unique_ptr<MasterDaemon>> MasterDaemon::Create(config::MasterConfig 
   const std::filesystem::path pki_dir = cfg.pki_dir;
   const std::filesystem::path cachedir = cfg.cachedir;
   const std::filesystem::path sock_dir = cfg.sock_dir;
+  // Everything the master writes is its user's alone (returns, job arguments, keys, sessions).
+  // Each writer asks for 0600 / 0700 itself; the umask also covers what others create for
+  // us (ZeroMQ's ipc socket files, between bind and chmod). It is process-wide.
+  ::umask(077);
   for (const auto& [dir, mode] :
-       {std::pair{pki_dir, 0700}, std::pair{cachedir, 0755}, std::pair{sock_dir, 0755}}) {
+       {std::pair{pki_dir, 0700}, std::pair{cachedir, 0700}, std::pair{sock_dir, 0700}}) {
     if (auto st = keys::EnsureDir(dir, static_cast<mode_t>(mode)); !st.ok()) {
       return st.error().WithContext("cannot create " + dir.string());
     }

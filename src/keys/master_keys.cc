@@ -12,7 +12,7 @@ namespace fs = std::filesystem;
 
 constexpr mode_t kDirMode = 0700;
 constexpr mode_t kPrivateKeyMode = 0400;
-constexpr mode_t kPublicKeyMode = 0644;
+constexpr mode_t kPublicKeyMode = 0600;  // private like everything the master writes
 
 Result<wire::RsaPrivateKey> ParseStored(const fs::path& pem_path, std::string_view pem) {
   Result<wire::RsaPrivateKey> key = wire::RsaPrivateKey::FromPem(pem);

@@ -5,10 +5,12 @@
 #include <sys/stat.h>
 #include <zmq.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <thread>
 #include <vector>
 
+#include "halite/cluster/shared_state.h"
 #include "halite/keys/fs.h"
 
 namespace halite::cluster {
@@ -41,6 +43,35 @@ class CurveKeysTest : public testing::Test {
   fs::path pki_;
   fs::path shared_;
 };
+
+// Keys and the cluster's shared state are the master's user's alone, whatever the umask.
+TEST_F(CurveKeysTest, EverythingWrittenIsPrivateWhateverTheUmask) {
+  const mode_t saved = ::umask(0);
+  auto pair = LoadOrCreateCurveKeys(pki_, shared_, "m1");
+  Status published = PublishMasterKey(shared_, "m1", "-----BEGIN PUBLIC KEY-----\nAAAA\n");
+  auto aes = LoadOrCreateClusterAes(shared_);
+  auto rotated = RotateClusterAes(shared_, "m1");
+  ::umask(saved);
+  ASSERT_TRUE(pair.ok()) << pair.error().ToString();
+  ASSERT_TRUE(published.ok()) << published.error().ToString();
+  ASSERT_TRUE(aes.ok()) << aes.error().ToString();
+  ASSERT_TRUE(rotated.ok()) << rotated.error().ToString();
+  std::string offenders;
+  for (const fs::path& root : {pki_, shared_}) {
+    auto check = [&](const fs::path& path) {
+      struct stat st {};
+      ASSERT_EQ(::lstat(path.c_str(), &st), 0) << path;
+      if ((st.st_mode & 077) != 0) {
+        char mode[8];
+        std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+        offenders += "\n  " + path.string() + " " + mode;
+      }
+    };
+    check(root);
+    for (const auto& entry : fs::recursive_directory_iterator(root)) check(entry.path());
+  }
+  EXPECT_TRUE(offenders.empty()) << "group/other may read or enter:" << offenders;
+}
 
 TEST_F(CurveKeysTest, CreatesThePairOnceAndPublishesThePublicKey) {
   auto first = LoadOrCreateCurveKeys(pki_, shared_, "m1");

@@ -306,7 +306,7 @@ TEST_F(PeerChannelTest, RestartedMasterGetsWhatItMissedExactlyOnce) {
 TEST_F(PeerChannelTest, FullBacklogDropsTheOldestAndDeliversTheNewest) {
   Declare("m1");
   Declare("m2");  // has a key, but is down
-  Launch("m1", [](PeerChannelOptions& options) { options.backlog_max = 100; });
+  Launch("m1", [](PeerChannelOptions& options) { options.event_backlog_max = 100; });
   for (int i = 0; i < 300; ++i) node("m1").channel().Broadcast({"event", std::to_string(i)});
   ASSERT_TRUE(WaitUntil([&] {
     PeerLinkStatus link = node("m1").LinkTo("m2");
@@ -327,6 +327,119 @@ TEST_F(PeerChannelTest, FullBacklogDropsTheOldestAndDeliversTheNewest) {
   PeerLinkStatus link = node("m1").LinkTo("m2");
   EXPECT_EQ(link.dropped, 200u);
   EXPECT_EQ(link.backlog, 0u);
+}
+
+// A minion that floods _minion_event while a peer is away must not cost that peer a job:
+// publishes travel in their own lossless queue, events in a lossy backlog that drops and
+// counts.
+TEST_F(PeerChannelTest, EventFloodNeverPushesOutPublishes) {
+  Declare("m1");
+  Declare("m2");  // has a key, but is down
+  Launch("m1", [](PeerChannelOptions& options) { options.event_backlog_max = 100; });
+  constexpr int kPublishes = 50;
+  constexpr int kEventsPerPublish = 20;
+  constexpr int kEvents = kPublishes * kEventsPerPublish;
+  for (int p = 0; p < kPublishes; ++p) {
+    halite::Status queued =
+        node("m1").channel().BroadcastPublish({"publish", "job" + std::to_string(p)});
+    ASSERT_TRUE(queued.ok()) << queued.error().ToString();
+    for (int e = 0; e < kEventsPerPublish; ++e) {
+      node("m1").channel().Broadcast({"event", std::to_string(p * kEventsPerPublish + e)});
+    }
+  }
+  ASSERT_TRUE(WaitUntil([&] {
+    PeerLinkStatus link = node("m1").LinkTo("m2");
+    return link.dropped + link.backlog == kPublishes + kEvents;
+  }));
+  {
+    PeerLinkStatus link = node("m1").LinkTo("m2");
+    EXPECT_EQ(link.publishes.queued, static_cast<std::size_t>(kPublishes));
+    EXPECT_EQ(link.events.queued, 100u);
+    EXPECT_EQ(link.events.dropped, static_cast<std::uint64_t>(kEvents - 100));
+  }
+
+  Launch("m2");
+  ASSERT_TRUE(WaitUntil([&] {
+    PeerLinkStatus link = node("m1").LinkTo("m2");
+    return link.connected && link.backlog == 0;
+  }));
+  std::vector<std::string> publishes;
+  std::vector<std::string> events;
+  for (const PeerMessage& m : node("m2").inbox().Messages("m1")) {
+    (m.kind == "publish" ? publishes : events).push_back(m.payload);
+  }
+  EXPECT_EQ(publishes, Numbered("job", 0, kPublishes));
+  EXPECT_EQ(events, Numbered("", kEvents - 100, kEvents));
+  PeerLinkStatus link = node("m1").LinkTo("m2");
+  EXPECT_EQ(link.dropped, static_cast<std::uint64_t>(kEvents - 100));
+  EXPECT_EQ(link.events.dropped, static_cast<std::uint64_t>(kEvents - 100));
+  EXPECT_EQ(link.publishes.dropped, 0u);
+  EXPECT_EQ(link.publishes.sent, static_cast<std::uint64_t>(kPublishes));
+  EXPECT_EQ(link.events.sent, 100u);
+  PeerLinkStatus back = node("m2").LinkTo("m1");
+  EXPECT_EQ(back.publishes.received, static_cast<std::uint64_t>(kPublishes));
+  EXPECT_EQ(back.events.received, 100u);
+}
+
+// The publish queue is bounded: when a peer holds publish_queue_max unacknowledged
+// publishes, the next one is refused for every peer (nothing is lost silently), and room
+// comes back as the peer acknowledges.
+TEST_F(PeerChannelTest, FullPublishQueueRefusesAndRecovers) {
+  Declare("m1");
+  Declare("m2");  // down at first
+  Declare("m3");
+  Launch("m1", [](PeerChannelOptions& options) { options.publish_queue_max = 3; });
+  Launch("m3");
+  for (int p = 0; p < 3; ++p) {
+    ASSERT_TRUE(node("m1").channel().BroadcastPublish({"publish", "job" + std::to_string(p)}).ok());
+  }
+  // m3 is up and acknowledges, so only m2's queue stays full.
+  ASSERT_TRUE(node("m3").inbox().WaitForCount("m1", 3));
+  ASSERT_TRUE(WaitUntil([&] { return node("m1").LinkTo("m3").publishes.queued == 0; }));
+  halite::Status refused = node("m1").channel().BroadcastPublish({"publish", "job3"});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code, ErrorCode::kResourceExhausted);
+  EXPECT_NE(refused.error().message.find("m2"), std::string::npos) << refused.error().message;
+  EXPECT_EQ(refused.error().message.find("m3"), std::string::npos) << refused.error().message;
+  EXPECT_EQ(node("m1").channel().publishes_refused(), 1u);
+  EXPECT_EQ(node("m1").LinkTo("m2").publishes_refused, 1u);
+  EXPECT_EQ(node("m1").LinkTo("m3").publishes_refused, 0u);
+  EXPECT_FALSE(node("m1").channel().BroadcastPublish({"publish", "job3"}).ok());
+  // Events are not held back by a full publish queue; the refused publishes reached no one.
+  node("m1").channel().Broadcast({"event", "e"});
+  ASSERT_TRUE(node("m3").inbox().WaitForCount("m1", 4));
+  EXPECT_EQ(node("m3").inbox().Payloads("m1"),
+            (std::vector<std::string>{"job0", "job1", "job2", "e"}));
+
+  Launch("m2");
+  ASSERT_TRUE(WaitUntil([&] { return node("m1").LinkTo("m2").publishes.queued == 0; }));
+  halite::Status queued = node("m1").channel().BroadcastPublish({"publish", "job3"});
+  ASSERT_TRUE(queued.ok()) << queued.error().ToString();
+  ASSERT_TRUE(node("m2").inbox().WaitForCount("m1", 5));
+  std::vector<std::string> at_m2;
+  for (const PeerMessage& m : node("m2").inbox().Messages("m1")) {
+    if (m.kind == "publish") at_m2.push_back(m.payload);
+  }
+  EXPECT_EQ(at_m2, Numbered("job", 0, 4));
+  EXPECT_EQ(node("m1").channel().publishes_refused(), 2u);
+}
+
+// A publish the peer could not take within publish_max_age is given up and counted: the
+// receiving master would refuse it as stale, and keeping it would hold the queue full.
+TEST_F(PeerChannelTest, UnacknowledgedPublishesExpire) {
+  Declare("m1");
+  Declare("m2");  // never started
+  Launch("m1", [](PeerChannelOptions& options) {
+    options.publish_queue_max = 2;
+    options.publish_max_age = std::chrono::seconds(1);
+  });
+  ASSERT_TRUE(node("m1").channel().BroadcastPublish({"publish", "a"}).ok());
+  ASSERT_TRUE(node("m1").channel().BroadcastPublish({"publish", "b"}).ok());
+  EXPECT_FALSE(node("m1").channel().BroadcastPublish({"publish", "c"}).ok());
+  ASSERT_TRUE(WaitUntil([&] { return node("m1").LinkTo("m2").publishes.dropped == 2; }));
+  EXPECT_EQ(node("m1").LinkTo("m2").publishes.queued, 0u);
+  EXPECT_TRUE(node("m1").channel().BroadcastPublish({"publish", "d"}).ok());
+  EXPECT_EQ(node("m1").channel().publishes_refused(), 1u);
 }
 
 TEST_F(PeerChannelTest, StatusShowsUpAndDownPeers) {
@@ -605,7 +718,8 @@ TEST_F(PeerChannelTest, BadOptionsAreAllReported) {
   Declare("m1");
   PeerChannelOptions options = OptionsFor("m1");
   options.peers = {{"m1", "tcp://127.0.0.1:1"}, {"a/b", ""}, {"x", "tcp://x:1"}, {"x", "y"}};
-  options.backlog_max = 0;
+  options.event_backlog_max = 0;
+  options.publish_queue_max = 0;
   options.link_timeout = options.heartbeat_interval;
   Declare("other");
   options.keys.public_key = Keys("other")->public_key;  // not the secret key's
@@ -617,8 +731,9 @@ TEST_F(PeerChannelTest, BadOptionsAreAllReported) {
     halite::Status status = channel.Start();
     ASSERT_FALSE(status.ok());
     EXPECT_EQ(status.error().code, ErrorCode::kInvalidArgument);
-    for (const char* want : {"is this master", "'a/b'", "no endpoint", "listed twice",
-                             "backlog_max", "link_timeout", "key pair"}) {
+    for (const char* want :
+         {"is this master", "'a/b'", "no endpoint", "listed twice", "event_backlog_max",
+          "publish_queue_max", "link_timeout", "key pair"}) {
       EXPECT_NE(status.error().message.find(want), std::string::npos) << want;
     }
   }

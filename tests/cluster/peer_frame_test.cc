@@ -52,6 +52,35 @@ TEST(PeerFrameTest, HeartbeatAndAckRoundTrip) {
   }
 }
 
+TEST(PeerFrameTest, ClassTravelsInEveryFrameAndDefaultsToEvents) {
+  auto data =
+      DecodeSenderFrame(EncodeDataFrame(1, 9, 1, "publish", "p", PeerClass::kPublish), kMax);
+  ASSERT_TRUE(data.ok()) << data.error().ToString();
+  EXPECT_EQ(std::get<DataFrame>(*data).cls, PeerClass::kPublish);
+  auto hb = DecodeSenderFrame(EncodeHeartbeatFrame({9, 1, 1, PeerClass::kPublish}), kMax);
+  ASSERT_TRUE(hb.ok());
+  EXPECT_EQ(std::get<HeartbeatFrame>(*hb).cls, PeerClass::kPublish);
+  auto ack = DecodeAckFrame(EncodeAckFrame({3, 9, false, PeerClass::kPublish}));
+  ASSERT_TRUE(ack.ok());
+  EXPECT_EQ(ack->cls, PeerClass::kPublish);
+
+  // Without "cls" a frame is an event's; an unknown class is refused.
+  auto plain =
+      DecodeSenderFrame(wire::Pack(wire::Value::MapOf({{"seq", 1},
+                                                       {"epoch", 9},
+                                                       {"low", 1},
+                                                       {"kind", "k"},
+                                                       {"payload", wire::Value::Bin("x")}}),
+                                   wire::Packing::kBinType),
+                        kMax);
+  ASSERT_TRUE(plain.ok()) << plain.error().ToString();
+  EXPECT_EQ(std::get<DataFrame>(*plain).cls, PeerClass::kEvent);
+  auto unknown =
+      DecodeAckFrame(wire::Pack(wire::Value::MapOf({{"ack", 1}, {"epoch", 9}, {"cls", 2}})));
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_EQ(unknown.error().code, ErrorCode::kInvalidArgument);
+}
+
 TEST(PeerFrameTest, InconsistentNumbersAreRejected) {
   EXPECT_FALSE(DecodeSenderFrame(EncodeDataFrame(5, 1, 6, "k", "p"), kMax).ok());  // low > seq
   EXPECT_FALSE(DecodeSenderFrame(EncodeDataFrame(0, 1, 0, "k", "p"), kMax).ok());  // seq 0

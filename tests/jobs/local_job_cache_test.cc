@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
@@ -368,6 +369,62 @@ TEST_P(LocalJobCacheTest, SharedDirectoryBetweenTwoInstances) {
 //   ./halite_jobs_test --gtest_also_run_disabled_tests --gtest_filter='*Throughput*'
 // Environment: HALITE_JOBS_BENCH_RETURNS (default 100000), HALITE_JOBS_BENCH_THREADS (producers,
 // default 4), HALITE_JOBS_BENCH_IO_THREADS (default: the option's default).
+// Every file and directory under `root` (itself included) whose mode lets the group or others
+// in, as "path mode" lines.
+std::vector<std::string> GroupOrOtherAccessible(const fs::path& root) {
+  std::vector<std::string> offenders;
+  auto check = [&](const fs::path& path) {
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) != 0) return;
+    if ((st.st_mode & 077) != 0) {
+      char mode[8];
+      std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+      offenders.push_back(path.string() + " " + mode);
+    }
+  };
+  check(root);
+  for (const auto& entry : fs::recursive_directory_iterator(root)) check(entry.path());
+  return offenders;
+}
+
+// Sets the process umask for one scope (the umask is process-wide; gtest runs tests one at a
+// time).
+class ScopedUmask {
+ public:
+  explicit ScopedUmask(mode_t mask) : saved_(::umask(mask)) {}
+  ~ScopedUmask() { ::umask(saved_); }
+  ScopedUmask(const ScopedUmask&) = delete;
+  ScopedUmask& operator=(const ScopedUmask&) = delete;
+
+ private:
+  const mode_t saved_;
+};
+
+TEST_P(LocalJobCacheTest, FilesArePrivateWhateverTheUmask) {
+  // Returns and job arguments may hold secrets: nobody but the master's user may read them.
+  ScopedUmask umask(0);
+  cachedir_ = scratch_.path() / "private-cache";
+  cache_ = Open();
+  const std::string jid = "20250101120000123456";
+  ASSERT_TRUE(cache_
+                  ->SaveJob({jid,
+                             wire::Value::MapOf({{"fun", wire::Value("cmd.run")},
+                                                 {"arg", wire::Value("echo secret")}}),
+                             {"web1", "web2"}})
+                  .ok());
+  ASSERT_TRUE(
+      StoreAndWait(*cache_, MakeReturn(jid, "web1", wire::Value("secret"), 0, true, "nested"))
+          .ok());
+  ASSERT_TRUE(StoreAndWait(*cache_, MakeReturn("20250101120000999999", "web2", wire::Value(1)))
+                  .ok());  // a jid the master never saved: prepared by the writer
+  ASSERT_TRUE(cache_->Check().ok());
+  ASSERT_TRUE(fs::exists(JidPath(jid) / "web1" / "return.p"));
+  const std::vector<std::string> offenders = GroupOrOtherAccessible(cachedir_);
+  std::string listing;
+  for (const std::string& offender : offenders) listing += "\n  " + offender;
+  EXPECT_TRUE(offenders.empty()) << "group/other may read or enter:" << listing;
+}
+
 TEST_P(LocalJobCacheTest, DISABLED_Throughput) {
   auto env_int = [](const char* name, int fallback) {
     const char* value = std::getenv(name);

@@ -5,12 +5,14 @@
 #include <sys/stat.h>
 
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <future>
 #include <string>
 #include <vector>
 
 #include "halite/keys/fs.h"
+#include "halite/keys/master_keys.h"
 
 namespace halite::keys {
 namespace {
@@ -69,12 +71,40 @@ TEST_F(FsKeyStoreTest, OpenOverAFileFails) {
   EXPECT_FALSE(FsKeyStore::Open(dir_ / "file").ok());
 }
 
-TEST_F(FsKeyStoreTest, WriteStoresTextVerbatimWithMode0644) {
+TEST_F(FsKeyStoreTest, WriteStoresTextVerbatimWithMode0600) {
   ASSERT_TRUE(store_->Write(KeyState::kPending, "web1", kPem).ok());
   const fs::path path = root_ / "minions_pre" / "web1";
   EXPECT_EQ(ReadFile(path).value(), kPem);  // no newline added
-  EXPECT_EQ(ModeOf(path), 0644u);
+  EXPECT_EQ(ModeOf(path), 0600u);
   EXPECT_EQ(store_->Read(KeyState::kPending, "web1").value(), kPem);
+}
+
+TEST_F(FsKeyStoreTest, EverythingIsPrivateWhateverTheUmask) {
+  const mode_t saved = ::umask(0);
+  const fs::path root = dir_ / "umask0";
+  auto store = FsKeyStore::Open(root);
+  Status written = store.ok() ? OkStatus() : Status(store.error());
+  for (KeyState state :
+       {KeyState::kAccepted, KeyState::kPending, KeyState::kRejected, KeyState::kDenied}) {
+    if (written.ok()) written = (*store)->Write(state, "web1", kPem);
+  }
+  auto pair = LoadOrCreateKeyPair(root, "master", 2048);
+  ::umask(saved);
+  ASSERT_TRUE(written.ok()) << written.error().ToString();
+  ASSERT_TRUE(pair.ok()) << pair.error().ToString();
+  std::vector<std::string> offenders;
+  auto check = [&](const fs::path& path) {
+    if (const mode_t mode = ModeOf(path); (mode & 077) != 0) {
+      char octal[16];
+      std::snprintf(octal, sizeof octal, "%04o", static_cast<unsigned>(mode & 07777));
+      offenders.push_back(path.string() + " " + octal);
+    }
+  };
+  check(root);
+  for (const auto& entry : fs::recursive_directory_iterator(root)) check(entry.path());
+  std::string listing;
+  for (const std::string& offender : offenders) listing += "\n  " + offender;
+  EXPECT_TRUE(offenders.empty()) << "group/other may read or enter:" << listing;
 }
 
 TEST_F(FsKeyStoreTest, MissingKeyIsNotFound) {

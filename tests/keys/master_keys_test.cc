@@ -68,7 +68,7 @@ TEST_F(MasterKeysTest, CreatesKeyPairWithSaltFormatsAndModes) {
   EXPECT_TRUE(pub.starts_with("-----BEGIN PUBLIC KEY-----\n"));
   EXPECT_TRUE(pub.ends_with("-----END PUBLIC KEY-----\n"));
   EXPECT_EQ(pub, key->PublicKey().ToPem());
-  EXPECT_EQ(ModeOf(pki_ / "master.pub"), 0644u);
+  EXPECT_EQ(ModeOf(pki_ / "master.pub"), 0600u);
 }
 
 TEST_F(MasterKeysTest, SecondCallLoadsTheSameKey) {

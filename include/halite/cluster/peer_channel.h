@@ -7,14 +7,23 @@
 //   handler, only the keys of configured peers and names the sender by the peer id bound to
 //   that key (never by anything the connection claims). Any other connection gets nothing in
 //   and nothing out; each refused handshake is counted in unauthenticated_rejections().
-// - Delivery. Broadcast() queues a message for every peer. Each peer receives each message at
-//   most once and in Broadcast order; a peer that is down or slow gets what it missed when it
-//   comes back (from a bounded per-peer backlog, resent from the oldest unacknowledged
-//   message). A full backlog drops its oldest message, counts it in `dropped` and logs once per
-//   burst. One slow or dead peer never delays the others: sends never block.
+// - Delivery, in two classes (PeerClass) that never share a queue, so that a flood of one
+//   cannot cost the other anything:
+//   - Events (Broadcast): a bounded lossy backlog per peer. A full backlog drops its oldest
+//     event, counts it in `events.dropped` and logs once per burst.
+//   - Publishes (BroadcastPublish): a bounded lossless queue per peer. A publish stays queued
+//     until the peer acknowledges it; when some peer's queue is full the call fails and the
+//     publish is queued for no one (back-pressure, counted in `publishes_refused`), so the
+//     caller can refuse the job instead of losing it. Only a publish older than
+//     publish_max_age leaves the queue unacknowledged (counted in `publishes.dropped`): the
+//     receiving master would refuse it as stale anyway.
+//   Within a class, each peer receives each message at most once and in Broadcast order; a
+//   peer that is down or slow gets what it missed when it comes back (resent from the oldest
+//   unacknowledged message). There is no order between the classes (publishes are sent
+//   first). One slow or dead peer never delays the others: sends never block.
 // - A master that restarts is a new sender (a new random epoch). What it had queued is lost
 //   with the process; a receiver that restarts may get again the messages it had delivered
-//   but not yet acknowledged (at most ~50 ms or 128 messages per peer).
+//   but not yet acknowledged (at most ~50 ms or 128 messages per peer and class).
 //
 // Loop prevention is the caller's job: messages received from peers go to the handler and are
 // never re-broadcast by the channel. The caller must not Broadcast() what it received from a
@@ -43,6 +52,7 @@
 #include <zmq.hpp>
 
 #include "halite/cluster/curve_keys.h"
+#include "halite/cluster/peer_frame.h"
 #include "halite/common/result.h"
 #include "halite/transport/zmq_loop.h"
 
@@ -63,13 +73,27 @@ struct PeerChannelOptions {
   std::string bind_endpoint;    // "tcp://<interface>:<cluster_pool_port>"
   std::vector<PeerSpec> peers;  // the other masters
   std::filesystem::path cluster_pki_dir;
-  CurveKeyPair keys;                 // this master's, from LoadOrCreateCurveKeys
-  std::size_t backlog_max = 100000;  // per peer
+  CurveKeyPair keys;                       // this master's, from LoadOrCreateCurveKeys
+  std::size_t event_backlog_max = 100000;  // events per peer; the oldest go beyond it
+  std::size_t publish_queue_max = 10000;   // unacknowledged publishes per peer; then refused
+  // A queued publish older than this is given up (the receiver refuses forwarded publishes
+  // older than 120 s); 0 keeps them until acknowledged.
+  std::chrono::seconds publish_max_age{120};
   std::chrono::milliseconds heartbeat_interval{500};
   std::chrono::milliseconds link_timeout{3000};       // no traffic for this long: the link is down
   std::chrono::milliseconds ack_interval{50};         // acks go out at least this often
   std::chrono::milliseconds key_poll_interval{2000};  // re-read of peers/<id>.curve
   std::size_t max_message_bytes = 64u << 20;          // larger frames from a peer are refused
+};
+
+// One class of messages on one link.
+struct PeerClassStatus {
+  std::size_t queued = 0;      // not yet acknowledged by the peer
+  std::uint64_t sent = 0;      // acknowledged by the peer
+  std::uint64_t received = 0;  // from the peer, given to the handler
+  // Given up before the peer acknowledged them (some may have reached it): events pushed out
+  // of a full backlog; publishes older than publish_max_age.
+  std::uint64_t dropped = 0;
 };
 
 struct PeerLinkStatus {
@@ -80,11 +104,14 @@ struct PeerLinkStatus {
   bool connected = false;
   // The last authenticated frame from the peer, on either of our sockets.
   std::optional<std::chrono::system_clock::time_point> last_contact;
-  std::size_t backlog = 0;     // messages not yet acknowledged by the peer
-  std::uint64_t sent = 0;      // messages the peer acknowledged
-  std::uint64_t received = 0;  // messages from the peer given to the handler
-  // Messages pushed out of a full backlog before the peer acknowledged them (some may have
-  // reached it unacknowledged).
+  PeerClassStatus events;
+  PeerClassStatus publishes;
+  // BroadcastPublish calls refused because this peer's publish queue was full.
+  std::uint64_t publishes_refused = 0;
+  // Both classes together (events + publishes).
+  std::size_t backlog = 0;
+  std::uint64_t sent = 0;
+  std::uint64_t received = 0;
   std::uint64_t dropped = 0;
   std::string problem;  // empty when connected; otherwise why not, for operators
 };
@@ -113,10 +140,17 @@ class PeerChannel {
   // InvalidArgument (options), Unavailable (cannot bind).
   halite::Status Start();
 
-  // Thread-safe, never blocks: queues `message` for every peer. Before Start() messages wait
-  // in the backlog; after shutdown they are discarded. A message larger than
-  // max_message_bytes (less 128 bytes of framing) is logged and not sent.
+  // Thread-safe, never blocks: queues the event `message` for every peer (lossy class). Before
+  // Start() messages wait in the backlog; after shutdown they are discarded. A message larger
+  // than max_message_bytes (less 128 bytes of framing) is logged and not sent.
   void Broadcast(PeerMessage message);
+
+  // Thread-safe, never blocks: queues the job publish `message` for every peer (lossless
+  // class), or for none. Errors: ResourceExhausted when some peer already holds
+  // publish_queue_max unacknowledged publishes (counted in publishes_refused()); InvalidArgument
+  // when larger than max_message_bytes (less framing); FailedPrecondition after shutdown.
+  // Before Start() publishes wait in the queue.
+  halite::Status BroadcastPublish(PeerMessage message);
 
   // Thread-safe snapshot, one entry per configured peer in configuration order.
   std::vector<PeerLinkStatus> Status() const;
@@ -124,6 +158,9 @@ class PeerChannel {
   // Thread-safe. Handshakes on the pool port refused: unknown CURVE keys (including a peer's
   // new key not re-read yet), other security mechanisms, broken handshakes.
   std::uint64_t unauthenticated_rejections() const;
+
+  // Thread-safe. BroadcastPublish calls that failed with ResourceExhausted.
+  std::uint64_t publishes_refused() const;
 
   // This channel's sender epoch (random, non-zero).
   std::uint64_t epoch() const;

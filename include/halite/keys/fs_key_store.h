@@ -23,7 +23,7 @@ namespace halite::keys {
 class FsKeyStore final : public KeyStore {
  public:
   static constexpr mode_t kDirMode = 0700;
-  static constexpr mode_t kKeyFileMode = 0644;
+  static constexpr mode_t kKeyFileMode = 0600;  // readable by the master's user only
 
   // Creates `root` and minions, minions_pre, minions_rejected, minions_denied and
   // minions_autosign under it (mode 0700) where missing; existing directories keep their mode.

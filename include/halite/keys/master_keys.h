@@ -1,5 +1,5 @@
 // The RSA key pairs a node keeps on disk (salt-wire.md 4.1, 10.2): {dir}/{name}.pem (PKCS#1,
-// mode 0400) and {dir}/{name}.pub (SPKI, trailing newline, mode 0644), for "master", "minion"
+// mode 0400) and {dir}/{name}.pub (SPKI, trailing newline, mode 0600), for "master", "minion"
 // and, in cluster_pki_dir, "cluster".
 //
 // Thread-safe and safe when several processes start at once on a shared directory; blocks on

@@ -1,5 +1,5 @@
 // The publisher: sole owner of the minion-facing PUB socket (publish_port) and of the local
-// event bus socket (a ZeroMQ PUB on ipc://<sock_dir>/halite_event_pub.ipc, mode 0660; one
+// event bus socket (a ZeroMQ PUB on ipc://<sock_dir>/halite_event_pub.ipc, mode 0600; one
 // frame per event, the packed Salt event, so subscribers filter by tag prefix).
 // Both sockets live on one ZmqLoop ("publisher"); every public method is thread-safe and
 // only posts to that loop. Publishing encrypts with the AES key ring and signs the
