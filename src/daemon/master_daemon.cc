@@ -134,7 +134,7 @@ class ClusterJobPublisher final : public master::JobPublisher {
  public:
   ClusterJobPublisher(master::JobPublisher& local, cluster::PeerChannel& peers)
       : local_(local), peers_(peers) {}
-  void Publish(wire::Value pub_load) override {
+  Status Publish(wire::Value pub_load) override {
     auto ts = std::chrono::duration_cast<std::chrono::seconds>(
                   std::chrono::system_clock::now().time_since_epoch())
                   .count();
@@ -142,11 +142,10 @@ class ClusterJobPublisher final : public master::JobPublisher {
         "publish", wire::Pack(wire::Value::MapOf({{"ts", static_cast<long long>(ts)},  // NOLINT
                                                   {"load", pub_load}}),
                               wire::Packing::kBinType)});
-    // TODO(lead): JobPublisher::Publish cannot fail yet; a refused forward (some peer's
-    // publish queue is full: it is down or slow) should refuse the job to its caller. Until
-    // then the refusal is logged and counted (halite_peer_publishes_refused_total).
-    if (!queued.ok()) spdlog::error("job not forwarded to peers: {}", queued.error().ToString());
-    local_.Publish(std::move(pub_load));
+    // A peer's publish queue is full (it is down or slow): the job runs nowhere rather than
+    // on some masters' minions only; the caller refuses it (halite_peer_publishes_refused_total).
+    if (!queued.ok()) return queued;
+    return local_.Publish(std::move(pub_load));
   }
 
  private:
@@ -388,7 +387,7 @@ void MasterDaemon::Impl::OnPeerMessage(const std::string& peer, cluster::PeerMes
     }
     forwarded_publishes++;
     spdlog::debug("publishing {} forwarded by peer {}", *jid, peer);
-    publisher->Publish(*load);
+    (void)publisher->Publish(*load);  // the local PUB never refuses
   } else if (message.kind == "rotate") {
     workers->Post([this] {
       auto key = cluster::ReadClusterAes(shared_pki);

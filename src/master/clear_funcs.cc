@@ -124,7 +124,14 @@ void Publish(MasterContext& ctx, wire::Value load, std::function<void(std::strin
   }
   pub.Set("user", user);
   ctx.events->Fire("salt/job/" + jid + "/publish", pub);
-  ctx.publisher->Publish(pub);
+  if (auto st = ctx.publisher->Publish(pub); !st.ok()) {
+    spdlog::error("publish of job {} refused: {}", jid, st.error().ToString());
+    reply(ClearReply(wire::Value::MapOf(
+        {{"jid", wire::Value()},
+         {"minions", wire::Value::EmptyArray()},
+         {"error", "Master could not publish the job: " + st.error().message}})));
+    return;
+  }
   ctx.counters->publishes++;
   spdlog::info("user {} published {} to {} minions with jid {}", user,
                fun->str() ? *fun->str() : fun->ToJson(), resolved->minions.size(), jid);

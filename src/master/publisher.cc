@@ -107,7 +107,7 @@ void Publisher::SendEvent(const std::string& tag, const wire::Value& data) {
   }
 }
 
-void Publisher::Publish(wire::Value pub_load) {
+Status Publisher::Publish(wire::Value pub_load) {
   loop_.Post([this, load = std::move(pub_load)]() mutable {
     if (!pub_) return;
     CrypticlePtr key;
@@ -137,6 +137,7 @@ void Publisher::Publish(wire::Value pub_load) {
       spdlog::error("publish failed: {}", e.what());
     }
   });
+  return OkStatus();
 }
 
 }  // namespace halite::master

@@ -51,7 +51,7 @@ class Publisher final : public EventSink, public JobPublisher {
   // EventSink:
   void Fire(std::string tag, wire::Value data) override;
   // JobPublisher:
-  void Publish(wire::Value pub_load) override;
+  Status Publish(wire::Value pub_load) override;  // always OK: the PUB socket never refuses
 
   // Publishes an already-stamped event to local subscribers only (events from peers).
   void FireLocalOnly(std::string tag, wire::Value data);

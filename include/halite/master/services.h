@@ -5,6 +5,7 @@
 #include <functional>
 #include <string>
 
+#include "halite/common/result.h"
 #include "halite/wire/msgpack.h"
 
 namespace halite::master {
@@ -17,11 +18,13 @@ class EventSink {
   virtual void Fire(std::string tag, wire::Value data) = 0;
 };
 
-// Sends a pub load (salt-wire 7.3) to this master's minions. Thread-safe, non-blocking.
+// Sends a pub load (salt-wire 7.3) to this master's minions (and, in a cluster, to every
+// peer's). Thread-safe, non-blocking. An error means the job went nowhere: a peer's lossless
+// publish queue is full (ResourceExhausted), so the caller must refuse the job.
 class JobPublisher {
  public:
   virtual ~JobPublisher() = default;
-  virtual void Publish(wire::Value pub_load) = 0;
+  virtual Status Publish(wire::Value pub_load) = 0;
 };
 
 }  // namespace halite::master
