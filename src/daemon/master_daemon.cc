@@ -387,6 +387,8 @@ void MasterDaemon::Impl::OnPeerMessage(const std::string& peer, cluster::PeerMes
     }
     forwarded_publishes++;
     spdlog::debug("publishing {} forwarded by peer {}", *jid, peer);
+    // Its returns here are checked against the target (the peer saved the expected minions).
+    recent_jobs.Remember(jobs::Job{*jid, *load, {}});
     (void)publisher->Publish(*load);  // the local PUB never refuses
   } else if (message.kind == "rotate") {
     workers->Post([this] {

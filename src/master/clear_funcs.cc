@@ -96,6 +96,7 @@ void Publish(MasterContext& ctx, wire::Value load, std::function<void(std::strin
     reply(ClearReply(wire::Value::MapOf({{"error", "Master failed to assign jid"}})));
     return;
   }
+  if (ctx.recent_jobs) ctx.recent_jobs->Remember(jobs::Job{jid, load, resolved->minions});
   ctx.events->Fire(jid, wire::Value::MapOf({{"minions", StrList(resolved->minions)}}));
   ctx.events->Fire("salt/job/" + jid + "/new",
                    wire::Value::MapOf({{"jid", jid},

@@ -48,6 +48,13 @@ Result<std::shared_ptr<const jobs::Job>> RecentJobs::Load(jobs::JobCache& cache,
   return shared;
 }
 
+void RecentJobs::Remember(jobs::Job job) {
+  auto shared = std::make_shared<const jobs::Job>(std::move(job));
+  std::lock_guard lock(mu_);
+  lru_.push_front(std::move(shared));
+  if (lru_.size() > capacity_) lru_.pop_back();
+}
+
 bool ReturnBelongsToJob(const jobs::Job& job, const std::string& id) {
   if (std::binary_search(job.minions.begin(), job.minions.end(), id)) return true;
   const wire::Value* tgt = job.load.Find("tgt");

@@ -171,6 +171,10 @@ EncodedRequest Encode(Value load, const RequestKeys& keys, std::string nonce, st
     load.Set("ts", ts);
     load.Set("tok", Value::Bin(std::string(keys.tok)));
     load.Set("id", keys.id);
+  } else if (!keys.tok.empty()) {
+    // Unlike stock v2 minions, which sign only events and mine requests, halite's minion signs
+    // every v2 request: the master cannot tell one minion from another without it (issue 12).
+    load.Set("tok", Value::Bin(std::string(keys.tok)));
   }
   std::string ct =
       iv ? keys.key->DumpsWithIvForTest(load, std::nullopt, *iv) : keys.key->Dumps(load);

@@ -23,6 +23,9 @@ class RecentJobs {
   explicit RecentJobs(std::size_t capacity) : capacity_(capacity) {}
   // The job, from memory or `cache`; the job cache's error (NotFound for an unknown jid).
   Result<std::shared_ptr<const jobs::Job>> Load(jobs::JobCache& cache, std::string_view jid);
+  // A job this master published or a peer forwarded: its returns are checked without a read
+  // (which matters most while the job cache is unreachable).
+  void Remember(jobs::Job job);
 
  private:
   const std::size_t capacity_;
