@@ -172,7 +172,7 @@ void HandleRequest(MasterContext& ctx, std::string body, std::function<void(std:
   if (const wire::Value* v = req.load.Find("id")) {
     const std::string* s = v->str();
     if (!s) {
-      reply(PackPlain("bad load: id " + v->ToJson() + " is not a string"));
+      reply(PackPlain("bad load: id is not a string"));
       return;
     }
     if (s->find('\0') != std::string::npos) {
@@ -225,10 +225,11 @@ void HandleRequest(MasterContext& ctx, std::string body, std::function<void(std:
       }
     } else if (!ctx.config->allow_unsigned_v2_requests) {
       // Every minion holds the v2 AES key: without a tok, the id is only a claim.
-      return refuse(ctx.counters->refused_unsigned,
-                    fmt::format("unsigned v2 {} claiming id '{}': upgrade the minion (3006.10+, "
-                                "3007.1+ sign every request) or set allow_unsigned_v2_requests",
-                                Printable(command), Printable(load_id)));
+      return refuse(
+          ctx.counters->refused_unsigned,
+          fmt::format("unsigned v2 {} claiming id '{}': upgrade the minion (current "
+                      "3006.x and 3007.x releases speak v3) or set allow_unsigned_v2_requests",
+                      Printable(command), Printable(load_id)));
     }
   }
   // A verified id's nonces are remembered for the ttl window; a request seen before is refused,

@@ -106,7 +106,7 @@ struct MasterConfig {
   int minimum_request_version = 2;
   // v2 requests are encrypted with the AES key every minion shares, so a v2 command that acts
   // as a minion (_return, _pillar, _mine*, _minion_event, ...) must carry a `tok` that verifies
-  // against that minion's key. Stock 3006.0-3006.9 and 3007.0 minions sign only _minion_event
+  // against that minion's key. Stock v2 minions (3006.10 and older, 3007.0) sign only _minion_event
   // and _mine*; True accepts their unsigned _return and _pillar as Salt does (insecure).
   bool allow_unsigned_v2_requests = false;
   // Salt's master-side mine ACL: minion id regex -> mine function regexes it may read. Unset
