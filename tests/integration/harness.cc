@@ -213,15 +213,15 @@ MasterUnderTest::~MasterUnderTest() {
 }
 
 void MasterUnderTest::Start() {
-  process_ = std::make_unique<Process>(
-      std::vector<std::string>{BinaryPath("halite-master").string(), "-c", config_.string()},
-      dir_ / "master.log");
-  // Ready when the local request socket answers a clear ping.
   StartAsync();
-  WaitReady();
+  WaitReady();  // ready when the local request socket answers a clear ping
 }
 
 void MasterUnderTest::StartAsync() {
+  // One process per master: a second one would share its keys, ports and log.
+  if (process_ && process_->Alive()) {
+    throw std::logic_error("harness: master " + spec_.id + " is already running");
+  }
   process_ = std::make_unique<Process>(
       std::vector<std::string>{BinaryPath("halite-master").string(), "-c", config_.string()},
       dir_ / "master.log");
