@@ -171,6 +171,44 @@ TEST_F(ClusterTest, MastersStartedAtTheSameInstantShareOneClusterKeyAndOneAesKey
   EXPECT_EQ(*pub_key, wire::CleanKey(*cluster_pub));
 }
 
+TEST_F(ClusterTest, ADropFileRotatesTheSharedAesKeyOnEveryMasterPastAStaleLock) {
+  MakeCluster(3);
+  auto minion_key = *wire::RsaPrivateKey::Generate(2048);
+  auto aes_on = [&](MasterUnderTest& master) -> std::optional<std::string> {
+    RawMinion raw("rotor", minion_key, "tcp://" + master.ip() + ":4506");
+    auto auth = raw.Auth(ctx_, std::nullopt);
+    if (!auth.ok() || !auth->aes) return std::nullopt;
+    return auth->aes->key_string();
+  };
+  const auto before = aes_on(*masters_[0]);
+  ASSERT_TRUE(before.has_value());
+  // A rotation lock left by a master that died mid-rotation (older than a minute)...
+  const auto lock = tmp_.path() / "shared" / "pki" / ".aes.rotate";
+  WriteFile(lock, ips_[2]);
+  const auto old = std::filesystem::file_time_type::clock::now() - std::chrono::hours(1);
+  std::filesystem::last_write_time(lock, old);
+  // ...does not stop the rotation master 2 is asked for (the drop file names it).
+  const auto dfn = tmp_.path() / "shared" / "cache" / ".dfn";
+  WriteFile(dfn, ips_[1]);
+  std::filesystem::permissions(dfn, std::filesystem::perms::owner_read);
+  std::optional<std::string> after;
+  ASSERT_TRUE(WaitFor([&] {
+    after = aes_on(*masters_[1]);
+    return after && *after != *before;
+  })) << "master 2 never rotated the key";
+  // Every master serves the new key: announced over the peer links or read from the file.
+  for (auto& master : masters_) {
+    std::optional<std::string> key;
+    EXPECT_TRUE(WaitFor([&] {
+      key = aes_on(*master);
+      return key == after;
+    })) << "master "
+        << master->ip() << " kept another AES key";
+  }
+  EXPECT_FALSE(std::filesystem::exists(lock)) << "the stale lock outlived the rotation";
+  EXPECT_FALSE(std::filesystem::exists(dfn));
+}
+
 TEST_F(ClusterTest, UnauthenticatedPoolClientsChangeNothing) {
   MakeCluster(2);
   AddMinion("alpha", 0);

@@ -475,3 +475,42 @@ TEST_F(MasterTest, SignInsThatWaitedPastTheQueueLimitAreDroppedUnanswered) {
 
 }  // namespace
 }  // namespace halite::testing
+
+namespace halite::testing {
+namespace {
+
+TEST_F(MasterTest, DeletingAnAcceptedKeyRotatesTheAesKeyAndLocksThatMinionOut) {
+  MasterUnderTest master(tmp_.path(), Spec("m1", true));
+  master.Start();
+  const auto master_pub = MasterPub(master);
+  RawMinion web("web1", NewKey(), RetEndpoint(master));
+  RawMinion gone("gone1", NewKey(), RetEndpoint(master));
+  auto web_auth = web.Auth(ctx_, master_pub);
+  auto gone_auth = gone.Auth(ctx_, master_pub);
+  ASSERT_TRUE(web_auth.ok() && web_auth->aes && web_auth->session);
+  ASSERT_TRUE(gone_auth.ok() && gone_auth->aes && gone_auth->session);
+  const std::string before = web_auth->aes->key_string();
+  EXPECT_EQ(gone_auth->aes->key_string(), before);  // one AES key for every minion
+
+  auto deleted = master.Cli("halite-key", {"-d", "gone1", "--yes"});
+  ASSERT_EQ(deleted.exit_code, 0) << deleted.out << deleted.err;
+  // The master takes the drop file on its next loop_interval tick (1 s here).
+  std::string after;
+  ASSERT_TRUE(WaitFor([&] {
+    auto again = web.Auth(ctx_, master_pub);
+    if (!again.ok() || !again->aes) return false;
+    after = again->aes->key_string();
+    return after != before;
+  })) << "the AES key never changed after a key was deleted";
+  EXPECT_FALSE(std::filesystem::exists(master.dir() / "cache" / ".dfn"));
+  // web1's session key (per minion) is untouched by the rotation; gone1 is refused.
+  auto opts = web.Request(ctx_, *web_auth->session, wire::Value::MapOf({{"cmd", "_master_opts"}}));
+  EXPECT_TRUE(opts.ok()) << opts.error().ToString();
+  auto locked_out =
+      gone.Request(ctx_, *gone_auth->session, wire::Value::MapOf({{"cmd", "_master_opts"}}));
+  ASSERT_FALSE(locked_out.ok());
+  EXPECT_EQ(locked_out.error().code, ErrorCode::kUnauthenticated);
+}
+
+}  // namespace
+}  // namespace halite::testing
