@@ -44,11 +44,13 @@ void ZmqLoop::Start() {
   thread_ = std::thread([this, &ready_mu, &ready_cv, &ready] {
     pthread_setname_np(pthread_self(), name_.substr(0, 15).c_str());
     {
+      // Notify under the lock: once Start() sees `ready` it returns and the mutex and the
+      // condition variable on its stack are gone (ThreadSanitizer caught the late notify).
       std::lock_guard lock(ready_mu);
       thread_id_ = std::this_thread::get_id();
       ready = true;
+      ready_cv.notify_one();
     }
-    ready_cv.notify_one();
     Run();
   });
   std::unique_lock lock(ready_mu);

@@ -20,6 +20,7 @@
 
 #include "halite/cluster/peer_frame.h"
 #include "halite/keys/fs.h"
+#include "loopback.h"
 
 namespace halite::cluster {
 namespace {
@@ -29,14 +30,6 @@ using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
 constexpr auto kDeadline = 30s;
-
-std::string NextSubnet() {
-  static std::atomic<int> counter{0};
-  const int pid = static_cast<int>(::getpid());
-  const int a = 1 + pid % 254;
-  const int b = 1 + (pid / 254 * 37 + counter++) % 254;
-  return "127." + std::to_string(a) + "." + std::to_string(b) + ".";
-}
 
 // Polls `done` until it holds or the deadline passes (for state with no notification, such
 // as Status()).
@@ -120,13 +113,13 @@ class Node {
   std::unique_ptr<PeerChannel> channel_;
 };
 
-class PeerChannelTest : public testing::Test {
+class PeerChannelTest : public ::testing::Test {
  protected:
   void SetUp() override {
     char name[] = "/tmp/halite-cluster-XXXXXX";
     ASSERT_NE(::mkdtemp(name), nullptr);
     dir_ = name;
-    subnet_ = NextSubnet();
+    subnet_ = halite::testing::LoopbackSubnet();
   }
   void TearDown() override {
     nodes_.clear();
@@ -661,7 +654,7 @@ TEST_F(PeerChannelTest, OversizedMessageIsNotSent) {
 
 enum class Rogue { kRandomCurveKey, kNoCurve, kPeerPublicKeyWithoutItsSecret };
 
-class PeerChannelRogueTest : public PeerChannelTest, public testing::WithParamInterface<Rogue> {};
+class PeerChannelRogueTest : public PeerChannelTest, public ::testing::WithParamInterface<Rogue> {};
 
 TEST_P(PeerChannelRogueTest, UnauthenticatedClientGetsNothingInOrOut) {
   Declare("m1");
@@ -711,8 +704,8 @@ TEST_P(PeerChannelRogueTest, UnauthenticatedClientGetsNothingInOrOut) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Rogues, PeerChannelRogueTest,
-                         testing::Values(Rogue::kRandomCurveKey, Rogue::kNoCurve,
-                                         Rogue::kPeerPublicKeyWithoutItsSecret));
+                         ::testing::Values(Rogue::kRandomCurveKey, Rogue::kNoCurve,
+                                           Rogue::kPeerPublicKeyWithoutItsSecret));
 
 TEST_F(PeerChannelTest, BadOptionsAreAllReported) {
   Declare("m1");

@@ -2,6 +2,7 @@
 // real cluster (issue: master cluster, deliver 5).
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
 #include <zmq.hpp>
 
 #include "halite/keys/fs.h"
@@ -98,6 +99,21 @@ TEST_F(ClusterTest, JobOnOneMasterReachesMinionsOfAllAndEveryMasterAnswersForIt)
   EXPECT_NE(status.out.find("\"publishes\": {"), std::string::npos) << status.out;
 }
 
+// `halite-run cluster.status` of `master`: its link to peer `id` (null when absent or when the
+// command fails).
+nlohmann::json LinkTo(MasterUnderTest& master, const std::string& id) {
+  auto r = master.Cli("halite-run", {"--out", "json", "cluster.status"});
+  if (r.exit_code != 0) return nullptr;
+  auto status = nlohmann::json::parse(r.out, nullptr, /*allow_exceptions=*/false);
+  if (!status.is_object() || !status.contains("peers") || !status["peers"].is_array()) {
+    return nullptr;
+  }
+  for (const auto& link : status["peers"]) {
+    if (link.is_object() && link.value("id", "") == id) return link;
+  }
+  return nullptr;
+}
+
 TEST_F(ClusterTest, RestartedMasterRejoinsAndCatchesUp) {
   MakeCluster(3);
   AddMinion("alpha", 0);
@@ -108,26 +124,34 @@ TEST_F(ClusterTest, RestartedMasterRejoinsAndCatchesUp) {
   // While master 3 is away, master 1 keeps publishing and its events queue for master 3.
   auto job = masters_[0]->Cli("halite", {"--out", "txt", "alpha", "test.echo", "while-away"});
   ASSERT_EQ(job.exit_code, 0) << job.out << job.err;
-  bool queued = WaitFor([&] {
-    auto s = masters_[0]->Cli("halite-run", {"--out", "json", "cluster.status"});
-    return s.out.find("\"connected\": false") != std::string::npos &&
-           s.out.find("\"backlog\": 0,") != std::string::npos;  // the live peer is drained
-  });
-  ASSERT_TRUE(queued);
+  nlohmann::json away;
+  std::uint64_t backlog = 0;
+  ASSERT_TRUE(WaitFor([&] {
+    away = LinkTo(*masters_[0], ips_[2]);
+    nlohmann::json live = LinkTo(*masters_[0], ips_[1]);
+    if (!away.is_object() || !live.is_object()) return false;
+    backlog = away.value("backlog", std::uint64_t{0});
+    return !away.value("connected", true) && backlog >= 1 &&
+           live.value("backlog", std::uint64_t{1}) == 0;  // the live peer is drained
+  })) << "no backlog queued for the stopped master: "
+      << away.dump();
   masters_[2]->Start();
-  // Master 1's backlog for master 3 drains once it is back: it caught up.
-  bool drained = WaitFor(
+  // Master 1's backlog for master 3 drains once it is back: master 3 acknowledged every
+  // queued message (acks are cumulative over consecutive seqs) and none was dropped.
+  nlohmann::json back;
+  EXPECT_TRUE(WaitFor(
       [&] {
-        auto s = masters_[0]->Cli("halite-run", {"--out", "json", "cluster.status"});
-        return s.exit_code == 0 && s.out.find("\"connected\": false") == std::string::npos &&
-               s.out.find("\"backlog\": 0,") != std::string::npos &&
-               s.out.find("\"backlog\": 0,", s.out.find("\"backlog\": 0,") + 1) !=
-                   std::string::npos;
+        back = LinkTo(*masters_[0], ips_[2]);
+        return back.is_object() && back.value("connected", false) &&
+               back.value("backlog", std::uint64_t{1}) == 0;
       },
-      60s, 250ms);
-  EXPECT_TRUE(drained) << masters_[0]->Cli("halite-run", {"--out", "json", "cluster.status"}).out;
-  auto back = masters_[2]->Cli("halite-run", {"--out", "json", "cluster.status"});
-  EXPECT_NE(back.out.find("\"received\": "), std::string::npos);
+      60s, 250ms))
+      << back.dump();
+  EXPECT_EQ(back.value("dropped", std::uint64_t{1}), 0u) << back.dump();
+  // ...and master 3, fresh since its restart, counts at least the backlog as received.
+  nlohmann::json got = LinkTo(*masters_[2], ips_[0]);
+  ASSERT_TRUE(got.is_object());
+  EXPECT_GE(got.value("received", std::uint64_t{0}), backlog) << got.dump();
   // Its minion reconnects without help and answers jobs from any master again.
   WaitUntilAllAnswer(*masters_[1]);
 }
@@ -151,6 +175,44 @@ TEST_F(ClusterTest, MastersStartedAtTheSameInstantShareOneClusterKeyAndOneAesKey
   auto cluster_pub = keys::ReadFile(tmp_.path() / "shared" / "pki" / "cluster.pub");
   ASSERT_TRUE(cluster_pub.ok());
   EXPECT_EQ(*pub_key, wire::CleanKey(*cluster_pub));
+}
+
+TEST_F(ClusterTest, ADropFileRotatesTheSharedAesKeyOnEveryMasterPastAStaleLock) {
+  MakeCluster(3);
+  auto minion_key = *wire::RsaPrivateKey::Generate(2048);
+  auto aes_on = [&](MasterUnderTest& master) -> std::optional<std::string> {
+    RawMinion raw("rotor", minion_key, "tcp://" + master.ip() + ":4506");
+    auto auth = raw.Auth(ctx_, std::nullopt);
+    if (!auth.ok() || !auth->aes) return std::nullopt;
+    return auth->aes->key_string();
+  };
+  const auto before = aes_on(*masters_[0]);
+  ASSERT_TRUE(before.has_value());
+  // A rotation lock left by a master that died mid-rotation (older than a minute)...
+  const auto lock = tmp_.path() / "shared" / "pki" / ".aes.rotate";
+  WriteFile(lock, ips_[2]);
+  const auto old = std::filesystem::file_time_type::clock::now() - std::chrono::hours(1);
+  std::filesystem::last_write_time(lock, old);
+  // ...does not stop the rotation master 2 is asked for (the drop file names it).
+  const auto dfn = tmp_.path() / "shared" / "cache" / ".dfn";
+  WriteFile(dfn, ips_[1]);
+  std::filesystem::permissions(dfn, std::filesystem::perms::owner_read);
+  std::optional<std::string> after;
+  ASSERT_TRUE(WaitFor([&] {
+    after = aes_on(*masters_[1]);
+    return after && *after != *before;
+  })) << "master 2 never rotated the key";
+  // Every master serves the new key: announced over the peer links or read from the file.
+  for (auto& master : masters_) {
+    std::optional<std::string> key;
+    EXPECT_TRUE(WaitFor([&] {
+      key = aes_on(*master);
+      return key == after;
+    })) << "master "
+        << master->ip() << " kept another AES key";
+  }
+  EXPECT_FALSE(std::filesystem::exists(lock)) << "the stale lock outlived the rotation";
+  EXPECT_FALSE(std::filesystem::exists(dfn));
 }
 
 TEST_F(ClusterTest, UnauthenticatedPoolClientsChangeNothing) {
@@ -217,14 +279,14 @@ TEST_F(ClusterTest, IdentityProblemsStopStartUpWithAMessage) {
   WriteFile(tmp_.path() / "bad.conf", bad);
   auto r = halite::testing::Run(
       {BinaryPath("halite-master").string(), "-c", (tmp_.path() / "bad.conf").string()}, 30s);
-  EXPECT_NE(r.exit_code, 0);
+  EXPECT_EQ(r.exit_code, 1) << r.err;  // "cannot start", not a crash or a signal
   EXPECT_NE(r.err.find("must be this master's IP address"), std::string::npos) << r.err;
   // A peers/<id>.pub that belongs to another master.
   masters_[0]->Start();
   masters_[0]->Stop();
   std::filesystem::remove_all(masters_[0]->dir() / "pki");  // "rebuilt" master: new key
   auto again = masters_[0]->Cli("halite-master", {});
-  EXPECT_NE(again.exit_code, 0);
+  EXPECT_EQ(again.exit_code, 1) << again.err;
   EXPECT_NE(again.err.find("holds another master's key"), std::string::npos) << again.err;
 }
 

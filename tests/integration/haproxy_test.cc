@@ -1,6 +1,7 @@
 // A cluster behind a real HAProxy, as operators run it (issue: HAProxy front, deliver 4).
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <future>
 
 #include "harness.h"
@@ -72,19 +73,42 @@ TEST_F(HaproxyTest, MinionsThroughHaproxyAnswerJobsFromAnyMaster) {
 TEST_F(HaproxyTest, KillingAMasterMidJobLosesNoReturn) {
   std::string last;
   ASSERT_TRUE(AllAnswer(*masters_[0], {"test.ping"}, &last)) << last;
-  // The job runs 5 s on every minion; master 2 dies during it. Its minions reconnect
-  // through HAProxy and their returns still reach the CLI on master 1.
+  // The job holds every minion until the test opens the gate: each marks that it started,
+  // then waits for the gate file. So the kill below lands while all four jobs run.
+  const auto started = tmp_.path() / "started";
+  const auto gate = tmp_.path() / "gate";
+  std::filesystem::create_directories(started);
+  const std::string script = "mktemp " + started.string() +
+                             "/job.XXXXXX >/dev/null; while [ ! -e " + gate.string() +
+                             " ]; do sleep 0.05; done; echo done";
   auto cli = std::async(std::launch::async, [&] {
-    return masters_[0]->Cli("halite", {"-t", "15", "--out", "txt", "web*", "test.sleep", "5"},
-                            180s);
+    return masters_[0]->Cli("halite", {"-t", "120", "--out", "txt", "web*", "cmd.run", script},
+                            240s);
   });
-  ASSERT_TRUE(WaitFor([&] {
-    auto jobs = masters_[0]->Cli("halite-run", {"--out", "json", "jobs.list_jobs"});
-    return jobs.out.find("test.sleep") != std::string::npos;
-  }));
-  masters_[1]->Kill();
+  auto count_started = [&] {
+    return std::distance(std::filesystem::directory_iterator(started),
+                         std::filesystem::directory_iterator());
+  };
+  ASSERT_TRUE(WaitFor([&] { return count_started() == 4; }, 60s))
+      << count_started() << " of 4 jobs started";
+  // The victim is a master (not the CLI's) that holds at least one minion's publish
+  // connection, so that minion must move through HAProxy to send its return.
+  MasterUnderTest* victim = nullptr;
+  for (int i = 1; i < 3 && victim == nullptr; ++i) {
+    auto connected = Metric(ips_[i], 4510, "halite_connected_minions{master=\"" + ips_[i] + "\"}");
+    if (connected.value_or(0) >= 1) victim = masters_[i].get();
+  }
+  ASSERT_NE(victim, nullptr) << "no minion on masters 2 and 3; HAProxy put all on master 1";
+  victim->Kill();
+  ASSERT_FALSE(victim->Alive());
+  // The gate is shut, so no job can have finished yet: the kill landed mid-job.
+  ASSERT_EQ(cli.wait_for(0s), std::future_status::timeout);
+  WriteFile(gate, "");
   auto r = cli.get();
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_NE(r.out.find("web" + std::to_string(i) + ": done\n"), std::string::npos) << r.out;
+  }
   EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 4) << r.out;
   EXPECT_EQ(r.out.find("did not return"), std::string::npos) << r.out;
 }

@@ -22,7 +22,6 @@ using namespace std::chrono_literals;
 namespace halite::testing {
 
 namespace {
-std::atomic<int> ip_counter{0};
 std::atomic<int> dir_counter{0};
 }  // namespace
 
@@ -38,14 +37,6 @@ TempDir::~TempDir() {
     std::error_code ec;
     std::filesystem::remove_all(path_, ec);
   }
-}
-
-std::string UniqueLoopbackIp() {
-  int n = ip_counter++;
-  unsigned pid = static_cast<unsigned>(::getpid());
-  // 127.<1..250>.<0..255>.<2..251>: pid picks the middle octets, the counter the last.
-  return "127." + std::to_string(1 + (pid >> 8) % 250) + "." + std::to_string(pid & 0xff) + "." +
-         std::to_string(2 + n % 250);
 }
 
 std::filesystem::path BinaryPath(const std::string& name) {
@@ -197,7 +188,9 @@ MasterUnderTest::MasterUnderTest(const std::filesystem::path& root, MasterSpec s
     << "loop_interval: 1\n"
     << "auto_accept: " << (spec_.auto_accept ? "true" : "false") << "\n"
     << "pillar_roots:\n  base: [" << (dir_ / "pillar").string() << "]\n"
-    << "file_roots:\n  base: [" << (dir_ / "states").string() << "]\n"
+    << "file_roots:\n"
+    << (spec_.file_roots.empty() ? "  base: [" + (dir_ / "states").string() + "]\n"
+                                 : spec_.file_roots)
     << spec_.extra_yaml << "\n";
   if (!spec_.cluster_id.empty()) {
     c << "cluster_id: " << spec_.cluster_id << "\n"
@@ -213,15 +206,15 @@ MasterUnderTest::~MasterUnderTest() {
 }
 
 void MasterUnderTest::Start() {
-  process_ = std::make_unique<Process>(
-      std::vector<std::string>{BinaryPath("halite-master").string(), "-c", config_.string()},
-      dir_ / "master.log");
-  // Ready when the local request socket answers a clear ping.
   StartAsync();
-  WaitReady();
+  WaitReady();  // ready when the local request socket answers a clear ping
 }
 
 void MasterUnderTest::StartAsync() {
+  // One process per master: a second one would share its keys, ports and log.
+  if (process_ && process_->Alive()) {
+    throw std::logic_error("harness: master " + spec_.id + " is already running");
+  }
   process_ = std::make_unique<Process>(
       std::vector<std::string>{BinaryPath("halite-master").string(), "-c", config_.string()},
       dir_ / "master.log");

@@ -1,6 +1,6 @@
 // Test harness for integration tests: real halite processes on loopback addresses.
-// Each test gets its own temp dir and its own 127.x.y.z addresses (derived from the pid and
-// a counter), so tests can run in parallel without port clashes and without DNS.
+// Each test gets its own temp dir and its own 127.x.y.z addresses (from the one allocator of
+// tests/support/loopback.h), so tests can run in parallel without port clashes and without DNS.
 #pragma once
 
 #include <signal.h>
@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "loopback.h"
+
 namespace halite::testing {
 
 // A fresh directory under /tmp, removed on destruction.
@@ -26,9 +28,6 @@ class TempDir {
  private:
   std::filesystem::path path_;
 };
-
-// A loopback address no other test in this run uses: 127.A.B.C.
-std::string UniqueLoopbackIp();
 
 std::filesystem::path BinaryPath(const std::string& name);  // build/<preset>/src/apps/<name>
 void WriteFile(const std::filesystem::path& path, const std::string& content);
@@ -93,6 +92,8 @@ struct MasterSpec {
   // shared folder vanish for this master alone (BreakSharedDir).
   bool shared_via_link = false;
   int health_port = 0;
+  // The YAML map under file_roots (indented two spaces); empty: base: [<dir>/states].
+  std::string file_roots;
 };
 
 // One halite-master with its own dirs under `root`.

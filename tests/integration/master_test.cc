@@ -3,7 +3,6 @@
 
 #include <zmq.hpp>
 
-#include "halite/client/local_client.h"
 #include "halite/keys/fs.h"
 #include "halite/wire/encoding.h"
 #include "halite/wire/event.h"
@@ -30,13 +29,6 @@ wire::RsaPublicKey MasterPub(const MasterUnderTest& m) {
 }
 
 std::string RetEndpoint(const MasterUnderTest& m) { return "tcp://" + m.ip() + ":4506"; }
-
-std::unique_ptr<client::LocalClient> ClientFor(const MasterUnderTest& m) {
-  auto c = client::LocalClient::Connect(
-      {(m.dir() / "sock").string(), (m.dir() / "cache").string(), 10s});
-  EXPECT_TRUE(c.ok()) << c.error().ToString();
-  return std::move(*c);
-}
 
 MasterSpec Spec(std::string id, bool auto_accept = false, std::string extra_yaml = "") {
   MasterSpec spec;
@@ -105,7 +97,10 @@ TEST_F(MasterTest, KeyLifecyclePendingAcceptRejectDenyOverTheWire) {
   ASSERT_EQ(deleted.exit_code, 0);
   auto after_delete =
       web.Request(ctx_, *ok->session, wire::Value::MapOf({{"cmd", "_master_opts"}}));
-  EXPECT_FALSE(after_delete.ok());
+  ASSERT_FALSE(after_delete.ok());
+  // Answered "bad load" (what makes a minion sign in again), not merely unanswered.
+  EXPECT_EQ(after_delete.error().code, ErrorCode::kUnauthenticated)
+      << after_delete.error().ToString();
 }
 
 TEST_F(MasterTest, ReturnIsStoredAndVisibleAfterTheCliExits) {
@@ -189,10 +184,6 @@ TEST_F(MasterTest, MinionEventsCannotPoseAsPeersKeysOrOtherMinionsReturns) {
   zmq::socket_t sub(ctx_, zmq::socket_type::sub);
   sub.set(zmq::sockopt::subscribe, "");
   sub.connect("ipc://" + (master.dir() / "sock" / "halite_event_pub.ipc").string());
-  auto client = ClientFor(master);
-  ASSERT_TRUE(client->SubscribeEvents().ok());  // proves the bus delivers to subscribers now
-  // Our own SUB joined before the client's probe round trip, so it is live too; confirm
-  // with a marker event that must arrive.
   auto send_event = [&](const std::string& tag, wire::Value data) {
     auto r = web.Request(ctx_, *auth->session,
                          wire::Value::MapOf({{"cmd", "_minion_event"},
@@ -209,6 +200,33 @@ TEST_F(MasterTest, MinionEventsCannotPoseAsPeersKeysOrOtherMinionsReturns) {
                                              {"events", wire::Value(std::move(events))}}));
     ASSERT_TRUE(r.ok()) << r.error().ToString();
   };
+  // Tags received on `sub` until `marker` arrives or `timeout` passes (nullopt then).
+  auto collect_until =
+      [&](const std::string& marker,
+          std::chrono::milliseconds timeout) -> std::optional<std::vector<std::string>> {
+    std::vector<std::string> seen;
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+      zmq::pollitem_t item{static_cast<void*>(sub), 0, ZMQ_POLLIN, 0};
+      zmq::poll(&item, 1, 100ms);
+      if (!(item.revents & ZMQ_POLLIN)) continue;
+      zmq::message_t msg;
+      (void)sub.recv(msg);
+      auto ev = wire::UnpackEvent(msg.to_string_view());
+      if (!ev.ok()) continue;
+      if (ev->tag == marker) return seen;
+      seen.push_back(ev->tag);
+    }
+    return std::nullopt;
+  };
+  // The subscriber is live once one of these allowed events reaches it; only then do the
+  // forbidden ones go out, so their absence below means they were not fired.
+  bool live = false;
+  for (int i = 0; i < 100 && !live; ++i) {
+    send_event("custom/live", wire::Value::MapOf({{"n", i}}));
+    live = collect_until("custom/live", 200ms).has_value();
+  }
+  ASSERT_TRUE(live) << "the event bus never delivered an allowed event";
   send_event("cluster/event/m2/salt/job/1/publish", wire::Value::MapOf({{"x", 1}}));
   send_event("salt/job/20250101120000123456/publish",
              wire::Value::MapOf({{"fun", "cmd.run"}, {"tgt", "*"}}));
@@ -227,24 +245,20 @@ TEST_F(MasterTest, MinionEventsCannotPoseAsPeersKeysOrOtherMinionsReturns) {
   send_list(wire::Array{
       wire::Value::MapOf({{"tag", "salt/key"}, {"data", wire::Value::EmptyMap()}}),
       wire::Value::MapOf({{"tag", "cluster/peer/m2"}, {"data", wire::Value::EmptyMap()}})});
+  send_event("custom/allowed", wire::Value::MapOf({{"n", 1}}));
   send_event("custom/marker", wire::Value::MapOf({{"n", 1}}));
 
-  std::vector<std::string> seen;
-  auto deadline = std::chrono::steady_clock::now() + 15s;
-  bool marker = false;
-  while (!marker && std::chrono::steady_clock::now() < deadline) {
-    zmq::pollitem_t item{static_cast<void*>(sub), 0, ZMQ_POLLIN, 0};
-    zmq::poll(&item, 1, 200ms);
-    if (!(item.revents & ZMQ_POLLIN)) continue;
-    zmq::message_t msg;
-    (void)sub.recv(msg);
-    auto ev = wire::UnpackEvent(msg.to_string_view());
-    if (!ev.ok()) continue;
-    seen.push_back(ev->tag);
-    if (ev->tag == "custom/marker") marker = true;
+  // One publisher, one subscriber: events arrive in the order they were fired, so whatever
+  // was fired between the live probe and the marker is in `seen`.
+  auto seen = collect_until("custom/marker", 15s);
+  ASSERT_TRUE(seen.has_value()) << "the allowed marker event never arrived";
+  std::vector<std::string> after_live;
+  for (const auto& tag : *seen) {
+    if (tag != "custom/live") after_live.push_back(tag);
   }
-  ASSERT_TRUE(marker) << "the allowed marker event never arrived";
-  for (const auto& tag : seen) {
+  EXPECT_EQ(after_live, std::vector<std::string>{"custom/allowed"})
+      << "an event other than the allowed one was fired";
+  for (const auto& tag : *seen) {
     EXPECT_EQ(tag.rfind("cluster/", 0), std::string::npos) << tag;
     EXPECT_EQ(tag.find("/publish"), std::string::npos) << tag;
     EXPECT_EQ(tag.find("/ret/other"), std::string::npos) << tag;
@@ -317,8 +331,12 @@ TEST_F(MasterTest, HaliteMinionsV2AndV3ArePendingThenAcceptedThenAnswerJobs) {
     auto l = master.Cli("halite-key", {"-l", "un"});
     return l.out.find("web1") != std::string::npos && l.out.find("old1") != std::string::npos;
   })) << master.Cli("halite-key", {"-L"}).out;
+  // Nothing accepted yet: no job goes out (exit 2 and Salt's message, not a timeout's 2 with
+  // "did not return" lines or a connection error's 3).
   auto none = master.Cli("halite", {"-t", "2", "*", "test.ping"});
-  EXPECT_NE(none.exit_code, 0);  // nothing accepted yet
+  EXPECT_EQ(none.exit_code, 2) << none.out << none.err;
+  EXPECT_EQ(none.out, "");
+  EXPECT_NE(none.err.find("No minions matched the target."), std::string::npos) << none.err;
   auto accept = master.Cli("halite-key", {"-A", "--yes"});
   ASSERT_EQ(accept.exit_code, 0) << accept.out << accept.err;
   std::string last;
@@ -453,6 +471,45 @@ TEST_F(MasterTest, SignInsThatWaitedPastTheQueueLimitAreDroppedUnanswered) {
       << "answered " << answered << ", accepted " << accepted << ", shed " << shed;
   EXPECT_GE(shed, 1);
   EXPECT_EQ(answered + static_cast<int>(shed), kBurst);
+}
+
+}  // namespace
+}  // namespace halite::testing
+
+namespace halite::testing {
+namespace {
+
+TEST_F(MasterTest, DeletingAnAcceptedKeyRotatesTheAesKeyAndLocksThatMinionOut) {
+  MasterUnderTest master(tmp_.path(), Spec("m1", true));
+  master.Start();
+  const auto master_pub = MasterPub(master);
+  RawMinion web("web1", NewKey(), RetEndpoint(master));
+  RawMinion gone("gone1", NewKey(), RetEndpoint(master));
+  auto web_auth = web.Auth(ctx_, master_pub);
+  auto gone_auth = gone.Auth(ctx_, master_pub);
+  ASSERT_TRUE(web_auth.ok() && web_auth->aes && web_auth->session);
+  ASSERT_TRUE(gone_auth.ok() && gone_auth->aes && gone_auth->session);
+  const std::string before = web_auth->aes->key_string();
+  EXPECT_EQ(gone_auth->aes->key_string(), before);  // one AES key for every minion
+
+  auto deleted = master.Cli("halite-key", {"-d", "gone1", "--yes"});
+  ASSERT_EQ(deleted.exit_code, 0) << deleted.out << deleted.err;
+  // The master takes the drop file on its next loop_interval tick (1 s here).
+  std::string after;
+  ASSERT_TRUE(WaitFor([&] {
+    auto again = web.Auth(ctx_, master_pub);
+    if (!again.ok() || !again->aes) return false;
+    after = again->aes->key_string();
+    return after != before;
+  })) << "the AES key never changed after a key was deleted";
+  EXPECT_FALSE(std::filesystem::exists(master.dir() / "cache" / ".dfn"));
+  // web1's session key (per minion) is untouched by the rotation; gone1 is refused.
+  auto opts = web.Request(ctx_, *web_auth->session, wire::Value::MapOf({{"cmd", "_master_opts"}}));
+  EXPECT_TRUE(opts.ok()) << opts.error().ToString();
+  auto locked_out =
+      gone.Request(ctx_, *gone_auth->session, wire::Value::MapOf({{"cmd", "_master_opts"}}));
+  ASSERT_FALSE(locked_out.ok());
+  EXPECT_EQ(locked_out.error().code, ErrorCode::kUnauthenticated);
 }
 
 }  // namespace

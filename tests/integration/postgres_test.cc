@@ -136,12 +136,17 @@ TEST_F(PostgresTest, StoppingPostgresMidJobLosesNoReturnAndTheJobCompletesAfter)
   const auto stored_before = Metric(spec.ip, 4510, stored_metric);
   ASSERT_TRUE(stored_before.has_value());
 
-  auto job = master.Cli("halite", {"--async", "*", "cmd.run", "sleep 2; echo done"});
+  // The jobs finish only when the test opens the gate, after PostgreSQL is down.
+  const auto gate = tmp_.path() / "gate";
+  auto job = master.Cli("halite",
+                        {"--async", "*", "cmd.run",
+                         "while [ ! -e " + gate.string() + " ]; do sleep 0.05; done; echo done"});
   ASSERT_EQ(job.exit_code, 0) << job.out << job.err;
   const auto pos = job.out.find("job ID: ");
   ASSERT_NE(pos, std::string::npos) << job.out;
   const std::string jid = job.out.substr(pos + 8, 20);
   ASSERT_TRUE(pg_->Stop().ok());
+  WriteFile(gate, "");
 
   // Every minion's return reaches the master while the database is away: held, not
   // acknowledged, and /health says why.

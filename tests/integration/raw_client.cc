@@ -68,17 +68,24 @@ Result<AuthResult> RawMinion::Auth(zmq::context_t& ctx,
 }
 
 Result<wire::Value> RawMinion::Request(zmq::context_t& ctx, const wire::Crypticle& session,
-                                       wire::Value load) {
+                                       wire::Value load, const RequestTweaks& tweaks) {
   const std::string nonce = wire::RandomNonce();
-  HALITE_ASSIGN_OR_RETURN(std::string tok, key_.X931Sign("salt"));
+  std::string tok;
+  if (tweaks.tok) {
+    tok = *tweaks.tok;
+  } else {
+    HALITE_ASSIGN_OR_RETURN(tok, Token());
+  }
   load.Set("nonce", nonce);
-  load.Set("ts", static_cast<long long>(std::time(nullptr)));  // NOLINT
+  if (!tweaks.omit_ts) {
+    load.Set("ts", static_cast<long long>(tweaks.ts.value_or(std::time(nullptr))));  // NOLINT
+  }
   load.Set("tok", tok);
-  load.Set("id", id_);
+  load.Set("id", tweaks.load_id.value_or(id_));
   wire::Value envelope = wire::Value::MapOf({{"enc", "aes"},
                                              {"load", session.Dumps(load)},
                                              {"version", 3},
-                                             {"id", id_},
+                                             {"id", tweaks.envelope_id.value_or(id_)},
                                              {"enc_algo", "OAEP-SHA1"},
                                              {"sig_algo", "PKCS1v15-SHA1"}});
   auto reply = RequestOnce(ctx, endpoint_, wire::Pack(envelope));
@@ -88,6 +95,46 @@ Result<wire::Value> RawMinion::Request(zmq::context_t& ctx, const wire::Crypticl
   if (!ct) return Error::InvalidArgument("reply is not a byte string");
   if (*ct == "bad load") return Error::Unauthenticated("bad load");
   return session.Loads(*ct, nonce);
+}
+
+Result<wire::Value> RawMinion::Pillar(zmq::context_t& ctx, const wire::Crypticle& session,
+                                      wire::Value grains, const std::string& saltenv) {
+  const std::string nonce = wire::RandomNonce();
+  HALITE_ASSIGN_OR_RETURN(std::string tok, Token());
+  wire::Value load =
+      wire::Value::MapOf({{"cmd", "_pillar"},
+                          {"id", id_},
+                          {"grains", std::move(grains)},
+                          {"saltenv", saltenv},
+                          {"pillarenv", wire::Value()},
+                          {"ver", "2"},
+                          {"nonce", nonce},
+                          {"ts", static_cast<long long>(std::time(nullptr))},  // NOLINT
+                          {"tok", tok}});
+  wire::Value envelope = wire::Value::MapOf({{"enc", "aes"},
+                                             {"load", session.Dumps(load)},
+                                             {"version", 3},
+                                             {"id", id_},
+                                             {"enc_algo", "OAEP-SHA1"},
+                                             {"sig_algo", "PKCS1v15-SHA1"}});
+  auto reply = RequestOnce(ctx, endpoint_, wire::Pack(envelope));
+  if (!reply) return Error::DeadlineExceeded("no reply");
+  HALITE_ASSIGN_OR_RETURN(wire::Value frame, wire::Unpack(*reply));
+  if (const std::string* text = frame.str()) return Error::Unauthenticated(*text);
+  const std::string* key_ct = frame.FindStr("key");
+  const std::string* pillar_ct = frame.FindStr("pillar");
+  if (!key_ct || !pillar_ct) return Error::InvalidArgument("pillar reply: " + frame.ToJson());
+  HALITE_ASSIGN_OR_RETURN(std::string one_shot, key_.Decrypt(*key_ct, wire::OaepHash::kSha1));
+  HALITE_ASSIGN_OR_RETURN(wire::Crypticle crypticle, wire::Crypticle::FromKeyString(one_shot));
+  HALITE_ASSIGN_OR_RETURN(wire::Value signed_data, crypticle.Loads(*pillar_ct));
+  const std::string* data = signed_data.FindStr("data");
+  if (!data) return Error::InvalidArgument("pillar reply without data");
+  HALITE_ASSIGN_OR_RETURN(wire::Value inner, wire::Unpack(*data));
+  const std::string* echoed = inner.FindStr("nonce");
+  if (!echoed || *echoed != nonce) return Error::Unauthenticated("pillar nonce mismatch");
+  const wire::Value* pillar = inner.Find("pillar");
+  if (!pillar) return Error::InvalidArgument("pillar reply without pillar");
+  return *pillar;
 }
 
 std::string RawMinion::Tok() const {

@@ -2,6 +2,7 @@
 // requests, used to drive halite-master precisely (bad input, key states) over real sockets.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <zmq.hpp>
@@ -26,6 +27,15 @@ struct AuthResult {
   std::optional<wire::Crypticle> session;
 };
 
+// What a test changes in an otherwise correct v3 request, to probe one check of the master.
+struct RequestTweaks {
+  std::optional<std::string> envelope_id;  // the clear "id" beside the ciphertext
+  std::optional<std::string> load_id;      // the "id" inside the encrypted load
+  std::optional<std::int64_t> ts;          // seconds since the epoch; default now
+  bool omit_ts = false;
+  std::optional<std::string> tok;  // default: "salt" signed with this minion's key
+};
+
 class RawMinion {
  public:
   RawMinion(std::string id, wire::RsaPrivateKey key, std::string endpoint)
@@ -35,8 +45,14 @@ class RawMinion {
   Result<AuthResult> Auth(zmq::context_t& ctx, const std::optional<wire::RsaPublicKey>& master_pub,
                           int version = 3);
   // A v3 aes request with `load` (cmd etc.); returns the decrypted reply.
-  Result<wire::Value> Request(zmq::context_t& ctx, const wire::Crypticle& session,
-                              wire::Value load);
+  Result<wire::Value> Request(zmq::context_t& ctx, const wire::Crypticle& session, wire::Value load,
+                              const RequestTweaks& tweaks = {});
+  // `_pillar` (protocol 2 reply: a one-shot AES key for this minion's RSA key, the signed
+  // pillar in it); returns the pillar after checking the nonce.
+  Result<wire::Value> Pillar(zmq::context_t& ctx, const wire::Crypticle& session,
+                             wire::Value grains, const std::string& saltenv = "base");
+  // "salt" signed with this minion's key, as the tok of its requests.
+  Result<std::string> Token() const { return key_.X931Sign("salt"); }
   // Any aes request, built by hand so that a test can get each part wrong on purpose.
   struct Forge {
     int version = 3;

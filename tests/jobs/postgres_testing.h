@@ -13,22 +13,14 @@
 #include <string>
 
 #include "halite/jobs/postgres_job_cache.h"
+#include "loopback.h"
 #include "pg_server.h"
 
 namespace halite::jobs::testing {
 
-// 127.<pid>.<pid>.<250 - n>: apart from the integration harness's .2 - .251 range per pid.
-inline std::string PgTestIp() {
-  static std::atomic<unsigned> counter{0};
-  const unsigned n = counter++;
-  const auto pid = static_cast<unsigned>(::getpid());
-  return "127." + std::to_string(1 + (pid >> 8) % 250) + "." + std::to_string(pid & 0xff) + "." +
-         std::to_string(252 + n % 3);
-}
-
 // A server of this process's own (started on first use, stopped at exit).
 inline std::unique_ptr<halite::testing::PgServer> StartPgServer(int port = 5432) {
-  auto server = halite::testing::PgServer::Create(PgTestIp(), port);
+  auto server = halite::testing::PgServer::Create(halite::testing::UniqueLoopbackIp(), port);
   HALITE_CHECK(server.ok()) << "cannot start PostgreSQL for the tests: "
                             << server.error().ToString();
   return std::move(server).value();

@@ -92,7 +92,8 @@ TEST_F(FunctionsTest, ListFunctionsAndFindJob) {
   ASSERT_TRUE(all.is_array());
   EXPECT_EQ(all.array()->size(), table_.Names().size());
   Value test = Run("sys.list_functions", Value(wire::Array{"test"})).result.ret;
-  for (const Value& name : *test.array()) EXPECT_EQ(name.str()->rfind("test.", 0), 0u);
+  EXPECT_EQ(Wire(test), Wire(Value(wire::Array{"test.arg", "test.echo", "test.false", "test.ping",
+                                               "test.sleep", "test.true", "test.version"})));
   Value cmd = Run("sys.list_functions", Value(wire::Array{"cmd.*"})).result.ret;
   EXPECT_EQ(Wire(cmd), Wire(Value(wire::Array{"cmd.run", "cmd.run_all"})));
   EXPECT_EQ(*Run("saltutil.find_job", Value(wire::Array{"running"})).result.ret.FindStr("fun"),

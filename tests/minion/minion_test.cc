@@ -49,6 +49,7 @@ class MinionTest : public ::testing::Test {
     env_.metrics = &metrics_;
   }
   void TearDown() override {
+    std::ofstream(dir_.path() / "gate").put('\n');  // lets a gated job end if a test failed
     OnLoop(loop_, [&] {
       for (auto& m : minions_) m->Stop();
       minions_.clear();
@@ -156,9 +157,12 @@ TEST_F(MinionTest, SignsInFetchesPillarFiresStartEventsAndAnswersAPing) {
 
 TEST_F(MinionTest, IgnoresOtherTargetsAndReportsUnknownFunctions) {
   StartMinion(Options());
-  // The job for someone else goes out first; when the next job's return arrives it was seen.
-  master_.PublishUntil(
-      Job("1", "test.ping", {}, "web*"), [](const FakeMaster::Seen&) { return false; }, 300ms);
+  // Subscribed: a job for this minion is answered.
+  ASSERT_TRUE(master_.PublishUntil(Job("0", "test.ping"), ReturnFor("0")));
+  // Then the job for someone else goes out once, ahead of the next one on the same PUB
+  // socket: when the next job's return arrives, the first was delivered and handled (both run
+  // on the loop in arrival order and returns leave in order).
+  master_.Publish(Job("1", "test.ping", {}, "web*"));
   ASSERT_TRUE(master_.PublishUntil(Job("2", "nope.fn", {}, "L@minion1 and G@role:test", "compound"),
                                    ReturnFor("2")));
   FakeMaster::Seen seen = master_.seen();
@@ -228,8 +232,9 @@ TEST_F(MinionTest, RunsCommandsAndSleepsOffTheLoopAndFindsRunningJobs) {
       master_.PublishUntil(Job("1", "cmd.run", {"echo hi; echo there >&2"}), ReturnFor("1")));
   FakeMaster::Seen seen = master_.seen();
   EXPECT_EQ(*FakeMaster::FindLoad(seen, "_return", "jid", "1")->FindStr("return"), "hi\nthere");
-  // test.sleep runs as a timer: while it waits, find_job sees it and pings still answer.
-  master_.Publish(Job("2", "test.sleep", {"2"}));
+  // test.sleep runs as a timer: while it waits (an hour: it never ends within the test),
+  // find_job sees it and pings still answer.
+  master_.Publish(Job("2", "test.sleep", {"3600"}));
   ASSERT_TRUE(master_.PublishUntil(Job("3", "saltutil.find_job", {"2"}), ReturnFor("3")));
   seen = master_.seen();
   const Value* found = FakeMaster::FindLoad(seen, "_return", "jid", "3");
@@ -237,8 +242,26 @@ TEST_F(MinionTest, RunsCommandsAndSleepsOffTheLoopAndFindsRunningJobs) {
   ASSERT_FALSE(found->Find("return")->map()->empty());
   EXPECT_EQ(*found->Find("return")->FindStr("fun"), "test.sleep");
   EXPECT_NE(found->Find("return")->Find("pid"), nullptr);
+  // A command runs off the loop: it waits on a gate the test opens, and meanwhile the loop
+  // answers find_job and pings; its return comes only after the gate opens.
+  const std::string gate = (dir_.path() / "gate").string();
+  master_.Publish(
+      Job("5", "cmd.run", {"while [ ! -e " + gate + " ]; do sleep 0.05; done; echo out"}));
+  ASSERT_TRUE(
+      master_.PublishUntil(Job("6", "saltutil.find_job", {"5"}), [](const FakeMaster::Seen& s) {
+        const Value* r = FakeMaster::FindLoad(s, "_return", "jid", "6");
+        return r != nullptr && r->Find("return")->is_map() && !r->Find("return")->map()->empty();
+      }));
+  seen = master_.seen();
+  EXPECT_EQ(*FakeMaster::FindLoad(seen, "_return", "jid", "6")->Find("return")->FindStr("fun"),
+            "cmd.run");
+  ASSERT_TRUE(master_.PublishUntil(Job("7", "test.ping"), ReturnFor("7")));
+  seen = master_.seen();
   EXPECT_EQ(FakeMaster::CountLoads(seen, "_return", "jid", "2"), 0);
-  ASSERT_TRUE(master_.WaitFor(ReturnFor("2")));
+  EXPECT_EQ(FakeMaster::CountLoads(seen, "_return", "jid", "5"), 0);
+  std::ofstream(gate).put('\n');
+  ASSERT_TRUE(master_.WaitFor(ReturnFor("5")));
+  EXPECT_EQ(*FakeMaster::FindLoad(master_.seen(), "_return", "jid", "5")->FindStr("return"), "out");
   ASSERT_TRUE(master_.PublishUntil(Job("4", "grains.item", {"role", "id"}), ReturnFor("4")));
   seen = master_.seen();
   EXPECT_EQ(testing::Wire(*FakeMaster::FindLoad(seen, "_return", "jid", "4")->Find("return")),

@@ -1,0 +1,131 @@
+// halite, halite-key and halite-run as an operator runs them: argument parsing and the exit
+// code of each outcome (src/apps/*_main.cc), against a real master where one is needed.
+#include <gtest/gtest.h>
+
+#include "halite/version.h"
+#include "harness.h"
+
+namespace halite::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+class CliTest : public ::testing::Test {
+ protected:
+  CliTest() : master_(tmp_.path(), Spec()) {}
+  static MasterSpec Spec() {
+    MasterSpec spec;
+    spec.id = "m1";
+    return spec;
+  }
+  // `tool` with `args` and no -c: for parse errors that must come before any config is read.
+  static CommandResult Bare(const std::string& tool, const std::vector<std::string>& args) {
+    std::vector<std::string> argv{BinaryPath(tool).string()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return halite::testing::Run(argv, 30s);
+  }
+
+  TempDir tmp_;
+  MasterUnderTest master_;  // started by the tests that need it
+};
+
+TEST_F(CliTest, UsageErrorsExit64AndVersionAndHelpExit0) {
+  const std::string version = std::string(kVersion);
+  for (const std::string tool : {"halite", "halite-key", "halite-run"}) {
+    SCOPED_TRACE(tool);
+    auto v = Bare(tool, {"--version"});
+    EXPECT_EQ(v.exit_code, 0) << v.err;
+    EXPECT_EQ(v.out, tool + " " + version + "\n");
+    auto h = Bare(tool, {"--help"});
+    EXPECT_EQ(h.exit_code, 0) << h.err;
+    EXPECT_EQ(h.out.rfind("usage: " + tool + " ", 0), 0u) << h.out;
+  }
+  struct Case {
+    std::string tool;
+    std::vector<std::string> args;
+    std::string err;  // a part of the message on stderr
+  };
+  for (const Case& c : std::vector<Case>{
+           {"halite", {}, "usage: halite"},
+           {"halite", {"*"}, "usage: halite"},
+           {"halite", {"--bogus", "*", "test.ping"}, "unknown option --bogus"},
+           {"halite", {"-t"}, "-t needs seconds"},
+           {"halite", {"--out", "xml", "*", "test.ping"}, "xml"},
+           {"halite-key", {"--bogus"}, "unknown argument --bogus"},
+           {"halite-key", {"-a"}, "-a needs an argument"},
+           {"halite-run", {}, "usage: halite-run"},
+           {"halite-run", {"--out", "xml", "jobs.list_jobs"}, "xml"},
+       }) {
+    SCOPED_TRACE(c.tool + " " + ::testing::PrintToString(c.args));
+    auto r = master_.Cli(c.tool, c.args, 30s);
+    EXPECT_EQ(r.exit_code, 64) << r.out << r.err;
+    EXPECT_NE(r.err.find(c.err), std::string::npos) << r.err;
+  }
+}
+
+TEST_F(CliTest, ABadConfigExits78BeforeAnythingIsDone) {
+  WriteFile(tmp_.path() / "bad.conf", "interface: [not, an, address\n");
+  const std::string missing = (tmp_.path() / "no-such.conf").string();
+  for (const std::string& conf : {(tmp_.path() / "bad.conf").string(), missing}) {
+    for (const auto& [tool, args] : std::vector<std::pair<std::string, std::vector<std::string>>>{
+             {"halite", {"*", "test.ping"}},
+             {"halite-key", {"-L"}},
+             {"halite-run", {"jobs.list_jobs"}}}) {
+      SCOPED_TRACE(tool + " -c " + conf);
+      std::vector<std::string> argv{BinaryPath(tool).string(), "-c", conf};
+      argv.insert(argv.end(), args.begin(), args.end());
+      auto r = halite::testing::Run(argv, 30s);
+      EXPECT_EQ(r.exit_code, 78) << r.out << r.err;
+      EXPECT_NE(r.err.find(conf), std::string::npos) << "the message names the file: " << r.err;
+    }
+  }
+}
+
+TEST_F(CliTest, WithoutARunningMasterJobsAndRunnersExit3AndKeysStillWork) {
+  auto job = master_.Cli("halite", {"*", "test.ping"}, 60s);
+  EXPECT_EQ(job.exit_code, 3) << job.out << job.err;
+  auto run = master_.Cli("halite-run", {"jobs.list_jobs"}, 60s);
+  EXPECT_EQ(run.exit_code, 3) << run.out << run.err;
+  // halite-key works on the files: no master needed.
+  WriteFile(master_.dir() / "pki" / "minions_pre" / "web1", "not checked by -L\n");
+  auto listed = master_.Cli("halite-key", {"-l", "un"});
+  EXPECT_EQ(listed.exit_code, 0) << listed.err;
+  EXPECT_EQ(listed.out, "Unaccepted Keys:\nweb1\n");
+}
+
+TEST_F(CliTest, OutcomesOfJobsRunnersAndKeyActionsHaveTheirExitCodes) {
+  master_.Start();
+  // halite: nothing to target is 2 with Salt's message.
+  auto none = master_.Cli("halite", {"-t", "2", "*", "test.ping"});
+  EXPECT_EQ(none.exit_code, 2) << none.out << none.err;
+  EXPECT_NE(none.err.find("No minions matched the target."), std::string::npos) << none.err;
+  // halite-run: an unknown runner and a lookup without a jid are usage errors; a known one is 0.
+  auto unknown = master_.Cli("halite-run", {"no.such_runner"});
+  EXPECT_EQ(unknown.exit_code, 64) << unknown.err;
+  EXPECT_NE(unknown.err.find("unknown function 'no.such_runner'"), std::string::npos);
+  auto lookup = master_.Cli("halite-run", {"jobs.lookup_jid"});
+  EXPECT_EQ(lookup.exit_code, 64) << lookup.err;
+  auto jobs = master_.Cli("halite-run", {"--out", "json", "jobs.list_jobs"});
+  EXPECT_EQ(jobs.exit_code, 0) << jobs.err;
+  EXPECT_EQ(jobs.out, "{}\n");
+  // halite-key: an unknown state is 64; a glob matching nothing and a declined prompt are 1
+  // and change nothing.
+  auto state = master_.Cli("halite-key", {"-l", "sideways"});
+  EXPECT_EQ(state.exit_code, 64) << state.err;
+  auto nothing = master_.Cli("halite-key", {"-a", "nobody", "--yes"});
+  EXPECT_EQ(nothing.exit_code, 1) << nothing.out;
+  EXPECT_NE(nothing.out.find("does not match any unaccepted keys"), std::string::npos)
+      << nothing.out;
+  WriteFile(master_.dir() / "pki" / "minions_pre" / "web1", "pending\n");
+  auto declined = master_.Cli("halite-key", {"-a", "web1"});  // stdin is /dev/null: no answer
+  EXPECT_EQ(declined.exit_code, 1) << declined.out;
+  EXPECT_TRUE(std::filesystem::exists(master_.dir() / "pki" / "minions_pre" / "web1"));
+  EXPECT_FALSE(std::filesystem::exists(master_.dir() / "pki" / "minions" / "web1"));
+  auto json = master_.Cli("halite-key", {"--out", "json", "-L"});
+  EXPECT_EQ(json.exit_code, 0) << json.err;
+  EXPECT_NE(json.out.find("\"minions_pre\": [\n        \"web1\"\n    ]"), std::string::npos)
+      << json.out;
+}
+
+}  // namespace
+}  // namespace halite::testing

@@ -1,0 +1,143 @@
+// The master's file server (src/master/fileserver.cc) over its real request port, asked what
+// a minion's cp.get_file / state.apply asks: nothing outside file_roots is served, whatever
+// the path says, and large files come back whole in chunks.
+#include <gtest/gtest.h>
+
+#include <zmq.hpp>
+
+#include "halite/keys/fs.h"
+#include "halite/wire/encoding.h"
+#include "harness.h"
+#include "raw_client.h"
+
+namespace halite::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+class FileserverTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    base_ = tmp_.path() / "roots" / "base";
+    dev_ = tmp_.path() / "roots" / "dev";
+    outside_ = tmp_.path() / "outside";
+    WriteFile(base_ / "top.sls", "base:\n  '*':\n    - web\n");
+    WriteFile(base_ / "web" / "init.sls", "nginx:\n  pkg.installed\n");
+    WriteFile(dev_ / "only-dev.sls", "dev: true\n");
+    WriteFile(outside_ / "secret.txt", "SECRET");
+    big_.resize(2 * 1048576 + 12345);
+    for (std::size_t i = 0; i < big_.size(); ++i) big_[i] = static_cast<char>('a' + i * 7 % 26);
+    WriteFile(base_ / "big.bin", big_);
+
+    MasterSpec spec;
+    spec.auto_accept = true;
+    spec.file_roots = "  base: [" + base_.string() + "]\n  dev: [" + dev_.string() + "]\n";
+    master_ = std::make_unique<MasterUnderTest>(tmp_.path(), spec);
+    master_->Start();
+    auto text = keys::ReadFile(master_->dir() / "pki" / "master.pub");
+    ASSERT_TRUE(text.ok());
+    auto key = wire::RsaPrivateKey::Generate(2048);
+    ASSERT_TRUE(key.ok());
+    minion_ = std::make_unique<RawMinion>("web1", *key, "tcp://" + master_->ip() + ":4506");
+    auto auth = minion_->Auth(ctx_, *wire::RsaPublicKey::FromPem(*text));
+    ASSERT_TRUE(auth.ok() && auth->session);
+    session_ = *auth->session;
+  }
+
+  wire::Value Ask(wire::Value load) {
+    load.Set("id", "web1");
+    auto r = minion_->Request(ctx_, *session_, std::move(load));
+    EXPECT_TRUE(r.ok()) << r.error().ToString();
+    return r.ok() ? *r : wire::Value();
+  }
+  // One `_serve_file` chunk: {data, dest}.
+  wire::Value Serve(const std::string& path, const std::string& saltenv = "base",
+                    std::int64_t loc = 0) {
+    return Ask(wire::Value::MapOf(
+        {{"cmd", "_serve_file"}, {"path", path}, {"saltenv", saltenv}, {"loc", loc}}));
+  }
+  static std::string Data(const wire::Value& chunk) {
+    const std::string* d = chunk.FindStr("data");
+    return d ? *d : "<no data>";
+  }
+  // Asserts that `path` is answered as a missing file by every file command.
+  void ExpectNotServed(const std::string& path, const std::string& saltenv = "base") {
+    SCOPED_TRACE(path + " in " + saltenv);
+    wire::Value served = Serve(path, saltenv);
+    EXPECT_EQ(Data(served), "");
+    EXPECT_EQ(*served.FindStr("dest"), "");
+    EXPECT_EQ(Ask(wire::Value::MapOf({{"cmd", "_file_hash"}, {"path", path}, {"saltenv", saltenv}}))
+                  .ToJson(),
+              "\"\"");
+    wire::Value found =
+        Ask(wire::Value::MapOf({{"cmd", "_file_find"}, {"path", path}, {"saltenv", saltenv}}));
+    EXPECT_EQ(*found.FindStr("path"), "") << found.ToJson();
+  }
+
+  TempDir tmp_;
+  zmq::context_t ctx_;
+  fs::path base_, dev_, outside_;
+  std::string big_;
+  std::unique_ptr<MasterUnderTest> master_;
+  std::unique_ptr<RawMinion> minion_;
+  std::optional<wire::Crypticle> session_;
+};
+
+TEST_F(FileserverTest, ServesFilesUnderTheRootWithTheirHash) {
+  wire::Value chunk = Serve("web/init.sls");
+  EXPECT_EQ(Data(chunk), "nginx:\n  pkg.installed\n");
+  EXPECT_EQ(*chunk.FindStr("dest"), "web/init.sls");
+  EXPECT_EQ(Data(Serve("salt://web/init.sls")), "nginx:\n  pkg.installed\n");
+  wire::Value hash = Ask(
+      wire::Value::MapOf({{"cmd", "_file_hash"}, {"path", "web/init.sls"}, {"saltenv", "base"}}));
+  EXPECT_EQ(*hash.FindStr("hsum"), wire::Sha256Hex("nginx:\n  pkg.installed\n"));
+  EXPECT_EQ(*hash.FindStr("hash_type"), "sha256");
+}
+
+TEST_F(FileserverTest, DotDotAndAbsolutePathsServeNothing) {
+  // The file is there to be had: proof that the refusals below are refusals.
+  ASSERT_TRUE(fs::exists(outside_ / "secret.txt"));
+  for (const std::string& path :
+       {std::string("../../outside/secret.txt"), std::string("web/../../../outside/secret.txt"),
+        std::string("salt://../../outside/secret.txt"), (outside_ / "secret.txt").string(),
+        "salt://" + (outside_ / "secret.txt").string(), std::string("/etc/passwd"),
+        std::string("web/../top.sls")}) {
+    ExpectNotServed(path);
+  }
+}
+
+TEST_F(FileserverTest, SaltenvPicksTheRootAndAnUnknownOneServesNothing) {
+  ExpectNotServed("only-dev.sls", "base");
+  EXPECT_EQ(Data(Serve("only-dev.sls", "dev")), "dev: true\n");
+  // The query form of salt:// URLs overrides the load's saltenv.
+  EXPECT_EQ(Data(Serve("salt://only-dev.sls?saltenv=dev", "base")), "dev: true\n");
+  ExpectNotServed("web/init.sls", "dev");
+  ExpectNotServed("web/init.sls", "nope");
+  EXPECT_EQ(Ask(wire::Value::MapOf({{"cmd", "_file_envs"}})).ToJson(), "[\"base\", \"dev\"]");
+  wire::Value listed =
+      Ask(wire::Value::MapOf({{"cmd", "_file_list"}, {"saltenv", "dev"}, {"prefix", ""}}));
+  EXPECT_EQ(listed.ToJson(), "[\"only-dev.sls\"]");
+}
+
+TEST_F(FileserverTest, ALargeFileComesBackWholeInChunks) {
+  std::string got;
+  int chunks = 0;
+  for (;;) {
+    wire::Value chunk = Serve("big.bin", "base", static_cast<std::int64_t>(got.size()));
+    const std::string data = Data(chunk);
+    ASSERT_NE(data, "<no data>");
+    if (data.empty()) break;
+    ASSERT_LE(data.size(), 1048576u);
+    got += data;
+    ++chunks;
+    ASSERT_LE(chunks, 10) << "the transfer does not end";
+  }
+  EXPECT_EQ(chunks, 3);
+  EXPECT_EQ(got.size(), big_.size());
+  EXPECT_TRUE(got == big_) << "the chunks do not add up to the file";
+  // A chunk from the middle starts where it was asked to.
+  EXPECT_EQ(Data(Serve("big.bin", "base", 1048576)).substr(0, 100), big_.substr(1048576, 100));
+}
+
+}  // namespace
+}  // namespace halite::testing
