@@ -86,15 +86,17 @@ Result<HealthRequest> ParseHealthRequest(std::string_view bytes) {
   parser.eager(true);
   beast::error_code ec;
   std::size_t used = 0;
-  // Feed what is there, as the socket read would, until the parser is done or stuck.
+  // Feed what is there as Beast's read loop does: again after progress, but after need_more
+  // only with more bytes (a precondition of put), which the input does not have; never
+  // with no bytes at all.
   while (!parser.is_done() && used < bytes.size()) {
-    std::size_t n = parser.put(asio::buffer(bytes.data() + used, bytes.size() - used), ec);
+    const std::size_t n = parser.put(asio::buffer(bytes.data() + used, bytes.size() - used), ec);
+    used += n;
     if (ec == http::error::need_more) {
       ec = {};
-      if (n == 0) break;
+      break;
     }
-    if (ec) break;
-    used += n;
+    if (ec || n == 0) break;
   }
   if (!ec && !parser.is_done()) {
     // End of input, as when the client shuts down its side: incomplete unless nothing more
