@@ -7,6 +7,8 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/error.hpp>
+#include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/string_body.hpp>
 #include <boost/beast/http/write.hpp>
@@ -20,16 +22,30 @@ using tcp = asio::ip::tcp;
 
 namespace {
 
+using Parser = http::request_parser<http::string_body>;
+
+void ConfigureParser(Parser& parser) {
+  parser.header_limit(static_cast<std::uint32_t>(kHealthMaxHeader));
+  parser.body_limit(kHealthMaxBody);
+}
+
+HealthRequest ToHealthRequest(const http::request<http::string_body>& request) {
+  return HealthRequest{std::string(request.method_string()), std::string(request.target()),
+                       request.version()};
+}
+
 // One connection: read a request, answer, close (HAProxy's checks are one-shot).
 class Session : public std::enable_shared_from_this<Session> {
  public:
   Session(tcp::socket socket, const HealthServer::HealthFn& health,
           const HealthServer::MetricsFn& metrics)
-      : stream_(std::move(socket)), health_(health), metrics_(metrics) {}
+      : stream_(std::move(socket)), health_(health), metrics_(metrics) {
+    ConfigureParser(parser_);
+  }
 
   void Start() {
     stream_.expires_after(std::chrono::seconds(5));
-    http::async_read(stream_, buffer_, request_,
+    http::async_read(stream_, buffer_, parser_,
                      [self = shared_from_this()](beast::error_code ec, std::size_t) {
                        if (!ec) self->Answer();
                      });
@@ -37,26 +53,16 @@ class Session : public std::enable_shared_from_this<Session> {
 
  private:
   void Answer() {
+    const auto& request = parser_.get();
+    HealthResponse answer = HealthServer::Route(ToHealthRequest(request), health_, metrics_);
     auto response = std::make_shared<http::response<http::string_body>>();
-    response->version(request_.version());
+    response->version(request.version());
     response->keep_alive(false);
-    std::string target(request_.target());
-    if (request_.method() != http::verb::get && request_.method() != http::verb::head) {
-      response->result(http::status::method_not_allowed);
-      response->body() = "GET only\n";
-    } else if (target == "/health" || target == "/") {
-      HealthReport report = health_();
-      response->result(report.healthy ? http::status::ok : http::status::service_unavailable);
-      response->set(http::field::content_type, "application/json");
-      response->body() = report.json + "\n";
-    } else if (target == "/metrics") {
-      response->result(http::status::ok);
-      response->set(http::field::content_type, "text/plain; version=0.0.4");
-      response->body() = metrics_();
-    } else {
-      response->result(http::status::not_found);
-      response->body() = "not found\n";
+    response->result(static_cast<unsigned>(answer.status));
+    if (!answer.content_type.empty()) {
+      response->set(http::field::content_type, answer.content_type);
     }
+    response->body() = std::move(answer.body);
     response->prepare_payload();
     http::async_write(stream_, *response,
                       [self = shared_from_this(), response](beast::error_code, std::size_t) {
@@ -67,12 +73,61 @@ class Session : public std::enable_shared_from_this<Session> {
 
   beast::tcp_stream stream_;
   beast::flat_buffer buffer_;
-  http::request<http::string_body> request_;
+  Parser parser_;
   const HealthServer::HealthFn& health_;
   const HealthServer::MetricsFn& metrics_;
 };
 
 }  // namespace
+
+Result<HealthRequest> ParseHealthRequest(std::string_view bytes) {
+  Parser parser;
+  ConfigureParser(parser);
+  parser.eager(true);
+  beast::error_code ec;
+  std::size_t used = 0;
+  // Feed what is there as Beast's read loop does: again after progress, but after need_more
+  // only with more bytes (a precondition of put), which the input does not have; never
+  // with no bytes at all.
+  while (!parser.is_done() && used < bytes.size()) {
+    const std::size_t n = parser.put(asio::buffer(bytes.data() + used, bytes.size() - used), ec);
+    used += n;
+    if (ec == http::error::need_more) {
+      ec = {};
+      break;
+    }
+    if (ec || n == 0) break;
+  }
+  if (!ec && !parser.is_done()) {
+    // End of input, as when the client shuts down its side: incomplete unless nothing more
+    // was due. put_eof may only be called once the parser has seen a byte.
+    if (parser.got_some()) {
+      parser.put_eof(ec);
+    } else {
+      ec = http::error::partial_message;
+    }
+    if (!ec && !parser.is_done()) ec = http::error::partial_message;
+  }
+  if (ec == http::error::header_limit || ec == http::error::body_limit ||
+      ec == http::error::buffer_overflow) {
+    return Error::ResourceExhausted("health request: " + ec.message());
+  }
+  if (ec) return Error::InvalidArgument("health request: " + ec.message());
+  return ToHealthRequest(parser.get());
+}
+
+HealthResponse HealthServer::Route(const HealthRequest& request, const HealthFn& health,
+                                   const MetricsFn& metrics) {
+  if (request.method != "GET" && request.method != "HEAD") {
+    return {405, "", "GET only\n"};
+  }
+  if (request.target == "/health" || request.target == "/") {
+    HealthReport report = health();
+    return {report.healthy ? 200 : 503, "application/json", report.json + "\n"};
+  }
+  if (request.target == "/metrics") return {200, "text/plain; version=0.0.4", metrics()};
+  return {404, "", "not found\n"};
+}
 
 struct HealthServer::Impl {
   std::string address;

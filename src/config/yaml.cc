@@ -2,10 +2,14 @@
 // YAML::Exception and turns it into an Error or a ConfigProblem.
 #include "halite/config/yaml.h"
 
+#include <yaml-cpp/eventhandler.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <limits>
 #include <memory>
+#include <sstream>
+#include <string>
 #include <system_error>
 #include <utility>
 
@@ -74,18 +78,70 @@ std::string RangeText(std::int64_t min, std::int64_t max, std::string_view unit)
   return "must be between " + std::to_string(min) + " and " + with_unit(max);
 }
 
+// Counts documents and remembers where the second one's root node is, building nothing.
+class DocumentCounter final : public YAML::EventHandler {
+ public:
+  int documents() const { return documents_; }
+  const YAML::Mark& second_root() const { return second_root_; }
+
+  // YAML::EventHandler:
+  void OnDocumentStart(const YAML::Mark&) override {
+    ++documents_;
+    at_root_ = true;
+  }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark& mark, YAML::anchor_t) override { Node(mark); }
+  void OnAlias(const YAML::Mark& mark, YAML::anchor_t) override { Node(mark); }
+  void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+                const std::string&) override {
+    Node(mark);
+  }
+  void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {
+    Node(mark);
+  }
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {
+    Node(mark);
+  }
+  void OnMapEnd() override {}
+
+ private:
+  void Node(const YAML::Mark& mark) {
+    if (at_root_ && documents_ == 2) second_root_ = mark;
+    at_root_ = false;
+  }
+
+  int documents_ = 0;
+  bool at_root_ = false;
+  YAML::Mark second_root_ = YAML::Mark::null_mark();
+};
+
+constexpr int kMaxDocumentsCounted = 64;
+
 }  // namespace
 
 Result<YAML::Node> ParseYaml(std::string_view text) {
   try {
-    std::vector<YAML::Node> documents = YAML::LoadAll(std::string(text));
-    if (documents.empty()) return YAML::Node();
-    if (documents.size() > 1) {
-      return Error::InvalidArgument(MarkText(documents[1].Mark()) +
-                                    ": expected one YAML document, found " +
-                                    std::to_string(documents.size()));
+    const std::string owned(text);
+    // Count the documents with our own bounded loop: yaml-cpp 0.7's LoadAll never ends on
+    // some malformed input (" ,:\n?[ ab] c", found by config_fuzz; upstream PR 1319), where
+    // HandleNextDocument keeps reporting an empty document without consuming anything.
+    std::istringstream stream(owned);
+    YAML::Parser parser(stream);
+    DocumentCounter counter;
+    while (counter.documents() < kMaxDocumentsCounted && parser.HandleNextDocument(counter)) {
     }
-    return documents.front();
+    if (counter.documents() == 0) return YAML::Node();
+    if (counter.documents() > 1) {
+      const std::string found = counter.documents() < kMaxDocumentsCounted
+                                    ? std::to_string(counter.documents())
+                                    : "at least " + std::to_string(kMaxDocumentsCounted);
+      return Error::InvalidArgument(MarkText(counter.second_root()) +
+                                    ": expected one YAML document, found " + found);
+    }
+    return YAML::Load(owned);
   } catch (const YAML::Exception& e) {
     return Error::InvalidArgument(
         MarkText(e.mark) + ": " + e.msg +
