@@ -81,6 +81,19 @@ Result<std::shared_ptr<const jobs::Job>> LoadJobOf(MasterContext& ctx, const std
   return std::make_shared<const jobs::Job>(std::move(job));
 }
 
+// Saves a job a minion started itself (`jid: req`, its scheduler, salt-call) as a job that
+// targets that minion alone. False (logged) when the job cache refuses it.
+bool SaveOwnJob(MasterContext& ctx, const std::string& jid, wire::Value saved,
+                const std::string& id) {
+  saved.Set("tgt_type", "glob");
+  saved.Set("tgt", id);
+  if (auto st = ctx.job_cache->SaveJob(jobs::Job{jid, std::move(saved), {id}}); !st.ok()) {
+    spdlog::error("cannot save minion-initiated job {}: {}", jid, st.error().ToString());
+    return false;
+  }
+  return true;
+}
+
 void HandleReturn(MasterContext& ctx, AesRequest req) {
   wire::Value& load = req.load;
   const std::string* jid_p = load.FindStr("jid");
@@ -98,10 +111,7 @@ void HandleReturn(MasterContext& ctx, AesRequest req) {
     if (!saved.Find("arg") || !saved.Find("arg")->Truthy()) {
       saved.Set("arg", load.Find("fun_args") ? *load.Find("fun_args") : wire::Value::EmptyArray());
     }
-    saved.Set("tgt_type", "glob");
-    saved.Set("tgt", req.id);
-    if (auto st = ctx.job_cache->SaveJob(jobs::Job{jid, saved, {req.id}}); !st.ok()) {
-      spdlog::error("cannot save minion-initiated job {}: {}", jid, st.error().ToString());
+    if (!SaveOwnJob(ctx, jid, std::move(saved), req.id)) {
       req.reply(ReplyKind::kPlain, wire::Value("Server-side exception handling payload"));
       return;
     }
@@ -127,18 +137,15 @@ void HandleReturn(MasterContext& ctx, AesRequest req) {
       // minion's jid. Saved as a job of that minion alone, so it can never add to another's.
       wire::Value saved = load;
       saved.Erase("return");
-      saved.Set("tgt_type", "glob");
-      saved.Set("tgt", req.id);
-      if (auto st = ctx.job_cache->SaveJob(jobs::Job{jid, saved, {req.id}}); !st.ok()) {
-        spdlog::error("cannot save minion-initiated job {}: {}", jid, st.error().ToString());
+      if (!SaveOwnJob(ctx, jid, std::move(saved), req.id)) {
         req.reply(ReplyKind::kPlain, wire::Value("Server-side exception handling payload"));
         return;
       }
     } else {
-      // Not acknowledged: the minion sends it again.
-      spdlog::error("_return from '{}' for {}: job cache: {}", req.id, jid, job.error().ToString());
-      req.reply(ReplyKind::kPlain, wire::Value("Server-side exception handling payload"));
-      return;
+      // The job cache is unreachable: the job cannot be checked, and refusing would lose the
+      // return. StoreReturn below holds it until the cache is back (returns_in_flight).
+      spdlog::warn("_return from '{}' for {} stored unchecked: job cache: {}", req.id, jid,
+                   job.error().ToString());
     }
   }
   jobs::JobReturn r;
