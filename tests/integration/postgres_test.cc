@@ -157,10 +157,17 @@ TEST_F(PostgresTest, StoppingPostgresMidJobLosesNoReturnAndTheJobCompletesAfter)
       },
       60s, 100ms);
   ASSERT_TRUE(held) << master.Log();
-  auto health = halite::testing::Run({"/usr/bin/curl", "-s", "-w", "\n%{http_code}", "--max-time",
-                                      "5", "http://" + spec.ip + ":4510/health"});
-  EXPECT_NE(health.out.find("job cache"), std::string::npos) << health.out;
-  EXPECT_NE(health.out.find("\n503"), std::string::npos) << health.out;
+  // The health checker runs once a second: wait for its next verdict, not for a fixed time.
+  CommandResult health;
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        health = halite::testing::Run({"/usr/bin/curl", "-s", "-w", "\n%{http_code}",
+                                       "--max-time", "5", "http://" + spec.ip + ":4510/health"});
+        return health.out.find("job cache") != std::string::npos &&
+               health.out.find("\n503") != std::string::npos;
+      },
+      30s, 200ms))
+      << health.out;
   EXPECT_EQ(Metric(spec.ip, 4510, stored_metric), stored_before);  // nothing acknowledged
 
   ASSERT_TRUE(pg_->Start().ok());
