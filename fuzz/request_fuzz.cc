@@ -118,9 +118,9 @@ class MemoryJobCache final : public jobs::JobCache {
 
 class NullPublisher final : public master::JobPublisher {
  public:
-  Status Publish(wire::Value pub_load) override {
+  halite::Status Publish(wire::Value pub_load) override {
     (void)wire::Pack(pub_load);
-    return OkStatus();
+    return halite::OkStatus();
   }
 };
 
