@@ -116,9 +116,18 @@ CharClass ParseClass(std::u32string_view stuff) {
   for (std::size_t c = 0; c < chunks.size(); ++c) {
     const std::u32string& chunk = chunks[c];
     const std::size_t first = c > 0 ? 1 : 0;
-    const std::size_t end = c + 1 < chunks.size() ? chunk.size() - 1 : chunk.size();
+    // The first chunk is empty after a lone '!' ("[!-x]"): Python's "[^-x]" then reads the
+    // '-' and the next chunk's first character as literals, not as a range (found by
+    // target_fuzz: the range read before an empty string).
+    const std::size_t end =
+        c + 1 < chunks.size() && !chunk.empty() ? chunk.size() - 1 : chunk.size();
     for (std::size_t k = first; k < end; ++k) out.literals.push_back(chunk[k]);
-    if (c > 0) out.ranges.emplace_back(chunks[c - 1].back(), chunk.front());
+    if (c > 0 && chunks[c - 1].empty()) {
+      out.literals.push_back(U'-');
+      out.literals.push_back(chunk.front());
+    } else if (c > 0) {
+      out.ranges.emplace_back(chunks[c - 1].back(), chunk.front());
+    }
   }
   return out;
 }

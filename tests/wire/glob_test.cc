@@ -88,5 +88,14 @@ TEST(GlobTest, InvalidUtf8BytesAreCharactersOfTheirOwn) {
                         "b"));
 }
 
+TEST(GlobTest, NegatedClassStartingWithAHyphen) {
+  // python3 -c "import fnmatch; print([fnmatch.fnmatchcase(c, '[!-x]') for c in '-xab'])"
+  // -> [False, False, True, True]. Found by target_fuzz (a read before an empty chunk).
+  EXPECT_FALSE(GlobMatch("[!-x]", "-"));
+  EXPECT_FALSE(GlobMatch("[!-x]", "x"));
+  EXPECT_TRUE(GlobMatch("[!-x]", "a"));
+  EXPECT_TRUE(GlobMatch("[!-x]", "b"));
+}
+
 }  // namespace
 }  // namespace halite::wire
