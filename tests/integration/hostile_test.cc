@@ -19,6 +19,7 @@
 #include "halite/wire/event.h"
 #include "harness.h"
 #include "raw_client.h"
+#include "test_keys.h"
 
 namespace halite::testing {
 namespace {
@@ -26,22 +27,6 @@ namespace {
 using namespace std::chrono_literals;
 
 constexpr int kHealthPort = 4510;
-
-wire::RsaPrivateKey NewKey() {
-  auto key = wire::RsaPrivateKey::Generate(2048);
-  EXPECT_TRUE(key.ok());
-  return *key;
-}
-
-wire::RsaPublicKey MasterPub(const MasterUnderTest& m) {
-  auto text = keys::ReadFile(m.dir() / "pki" / "master.pub");
-  EXPECT_TRUE(text.ok());
-  auto key = wire::RsaPublicKey::FromPem(*text);
-  EXPECT_TRUE(key.ok());
-  return *key;
-}
-
-std::string RetEndpoint(const MasterUnderTest& m) { return "tcp://" + m.ip() + ":4506"; }
 
 // A field of /proc/<pid>/status in KiB (VmRSS, VmHWM).
 long StatusKib(pid_t pid, const std::string& field) {

@@ -8,27 +8,12 @@
 #include "halite/wire/event.h"
 #include "harness.h"
 #include "raw_client.h"
+#include "test_keys.h"
 
 namespace halite::testing {
 namespace {
 
 using namespace std::chrono_literals;
-
-wire::RsaPrivateKey NewKey() {
-  auto key = wire::RsaPrivateKey::Generate(2048);
-  EXPECT_TRUE(key.ok());
-  return *key;
-}
-
-wire::RsaPublicKey MasterPub(const MasterUnderTest& m) {
-  auto text = keys::ReadFile(m.dir() / "pki" / "master.pub");
-  EXPECT_TRUE(text.ok());
-  auto key = wire::RsaPublicKey::FromPem(*text);
-  EXPECT_TRUE(key.ok());
-  return *key;
-}
-
-std::string RetEndpoint(const MasterUnderTest& m) { return "tcp://" + m.ip() + ":4506"; }
 
 MasterSpec Spec(std::string id, bool auto_accept = false, std::string extra_yaml = "") {
   MasterSpec spec;
