@@ -9,6 +9,7 @@
 #include "halite/common/logging.h"
 #include "halite/config/master_config.h"
 #include "halite/daemon/master_daemon.h"
+#include "halite/daemon/pillar_setup.h"
 #include "halite/version.h"
 
 namespace {
@@ -54,6 +55,13 @@ int main(int argc, char** argv) {
     std::cerr << "halite-master: warning: " << warning << "\n";
   }
   if (check_only) {
+    // The pillar tree too: every top file and sls must at least parse.
+    auto renderer = halite::daemon::MakeRendererPool(loaded->config);
+    halite::pillar::PillarCompiler compiler(halite::daemon::PillarSettingsFrom(loaded->config),
+                                            *renderer);
+    auto problems = compiler.CheckTree();
+    for (const auto& p : problems) std::cerr << "halite-master: pillar: " << p << "\n";
+    if (!problems.empty()) return halite::config::kExitConfig;
     std::cout << config_path << ": OK\n";
     return 0;
   }

@@ -75,6 +75,27 @@ void ReadAll(YamlMapReader& r, MasterConfig& c) {
   r.ReadStringListMap("file_roots", c.file_roots);
   r.ReadStringListMap("pillar_roots", c.pillar_roots);
 
+  r.ReadString("renderer", c.renderer);
+  r.ReadStringList("renderer_blacklist", c.renderer_blacklist, /*allow_single=*/false);
+  r.ReadStringList("renderer_whitelist", c.renderer_whitelist, /*allow_single=*/false);
+  r.ReadString("state_top", c.state_top);
+  r.ReadString("pillar_source_merging_strategy", c.pillar_source_merging_strategy);
+  r.ReadBool("pillar_merge_lists", c.pillar_merge_lists);
+  r.ReadBool("pillar_includes_override_sls", c.pillar_includes_override_sls);
+  r.ReadBool("pillar_safe_render_error", c.pillar_safe_render_error);
+  r.ReadString("pillarenv", c.pillarenv);
+  r.ReadBool("pillarenv_from_saltenv", c.pillarenv_from_saltenv);
+  r.ReadMap("jinja_env", c.jinja_env);
+  r.ReadMap("jinja_sls_env", c.jinja_sls_env);
+  r.ReadBool("allow_undefined", c.allow_undefined);
+  r.ReadString("gpg_keydir", c.gpg_keydir);
+  r.ReadMap("nodegroups", c.pillar_nodegroups);
+  r.ReadBool("pillar_allow_cmd_run", c.pillar_allow_cmd_run);
+  r.ReadInt("render_processes", c.render_processes, 0, 64);
+  r.ReadDuration("render_timeout_ms", c.render_timeout_ms, 100, 3600000);
+  r.ReadInt("render_memory_limit", c.render_memory_limit, 64ll << 20, std::int64_t{1} << 40);
+  r.ReadInt("render_max_output", c.render_max_output, 1024, std::int64_t{1} << 32);
+  r.ReadString("render_program", c.render_program);
   r.ReadDuration("timeout", c.timeout, 1, kMaxSeconds);
   r.ReadDuration("gather_job_timeout", c.gather_job_timeout, 1, kMaxSeconds);
   r.ReadBool("presence_events", c.presence_events);

@@ -1,4 +1,5 @@
 #include "halite/daemon/master_daemon.h"
+#include "halite/daemon/pillar_setup.h"
 
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
@@ -44,6 +45,8 @@ struct MasterDaemon::Impl {
   std::unique_ptr<jobs::JobCache> job_cache;
   jobs::JidGenerator jids;
   std::unique_ptr<master::MinionData> minion_data;
+  std::unique_ptr<render::Renderer> renderer;
+  std::unique_ptr<pillar::PillarCompiler> pillar;
   master::Counters counters;
   std::unique_ptr<master::ReplayGuard> replay;
   std::unique_ptr<master::EventRateLimiter> event_limits;
@@ -321,6 +324,21 @@ std::string MasterDaemon::Impl::Metrics() {
        "Requests whose handler failed unexpectedly (answered, process kept).");
   line("halite_request_handler_failures_total", id,
        static_cast<double>(request_server->handler_failures()));
+  if (renderer) {
+    const render::PoolStats rs = render::StatsOf(*renderer);
+    help("halite_pillar_renders_total", "counter", "Pillar files rendered (top files and sls).");
+    line("halite_pillar_renders_total", id, static_cast<double>(rs.renders));
+    help("halite_pillar_render_failures_total", "counter",
+         "Renders that failed, by cause: the file, the deadline (renderer killed), a renderer crash.");
+    line("halite_pillar_render_failures_total", id + ",reason=\"template\"",
+         static_cast<double>(rs.failures));
+    line("halite_pillar_render_failures_total", id + ",reason=\"timeout\"",
+         static_cast<double>(rs.timeouts));
+    line("halite_pillar_render_failures_total", id + ",reason=\"crash\"",
+         static_cast<double>(rs.crashes));
+    help("halite_renderer_spawns_total", "counter", "halite-render processes started.");
+    line("halite_renderer_spawns_total", id, static_cast<double>(rs.spawns));
+  }
   if (peers) {
     help("halite_peer_up", "gauge", "1 when the link to a peer is up.");
     help("halite_peer_backlog", "gauge", "Messages waiting for a peer's acknowledgement.");
@@ -501,6 +519,8 @@ Result<std::unique_ptr<MasterDaemon>> MasterDaemon::Create(config::MasterConfig 
   if (!aes.ok()) return aes.error().WithContext("cluster AES key");
   impl->aes = std::make_unique<master::AesKeyRing>(std::move(*aes));
   impl->minion_data = std::make_unique<master::MinionData>(cachedir);
+  impl->renderer = MakeRendererPool(cfg);
+  impl->pillar = std::make_unique<pillar::PillarCompiler>(PillarSettingsFrom(cfg), *impl->renderer);
 
   jobs::JobCacheRegistry registry;
   jobs::RegisterBuiltinJobCaches(registry);
@@ -595,6 +615,7 @@ Result<std::unique_ptr<MasterDaemon>> MasterDaemon::Create(config::MasterConfig 
                       : static_cast<master::JobPublisher*>(impl->publisher.get());
   ctx.events = impl->publisher.get();
   ctx.minion_data = impl->minion_data.get();
+  ctx.pillar = impl->pillar.get();
   ctx.auth_policy = std::move(policy);
   ctx.counters = &impl->counters;
   if (cfg.request_server_ttl.count() > 0) {

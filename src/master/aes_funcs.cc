@@ -7,6 +7,7 @@
 #include "halite/master/fileserver.h"
 #include "halite/master/handlers.h"
 #include "halite/master/targeting.h"
+#include "halite/pillar/compiler.h"
 #include "halite/wire/encoding.h"
 #include "halite/wire/event.h"
 #include "halite/wire/regex.h"
@@ -200,11 +201,16 @@ void HandlePillar(MasterContext& ctx, AesRequest req) {
   if (grains_in && grains_in->is_map() && keys::ValidMinionId(req.id)) {
     wire::Value grains = *grains_in;
     grains.Set("id", req.id);
-    auto compiled = CompilePillar(ctx.config->pillar_roots, req.id, grains);
-    if (compiled.ok()) {
-      pillar = std::move(*compiled);
-    } else {
-      spdlog::error("pillar for {}: {}", req.id, compiled.error().ToString());
+    if (ctx.pillar) {
+      pillar::PillarRequest preq;
+      preq.id = req.id;
+      preq.grains = grains;
+      if (const std::string* s = req.load.FindStr("saltenv")) preq.saltenv = *s;
+      if (const std::string* s = req.load.FindStr("pillarenv")) preq.pillarenv = *s;
+      if (const wire::Value* o = req.load.Find("pillar_override"); o && o->is_map()) {
+        preq.pillar_override = *o;
+      }
+      pillar = ctx.pillar->Compile(preq);
     }
     if (ctx.config->minion_data_cache && !req.replayed) {
       if (auto st = ctx.minion_data->Store(req.id, grains, pillar); !st.ok()) {

@@ -156,48 +156,6 @@ wire::Value NodeToValue(const YAML::Node& node, int depth) {
   }
 }
 
-void MergeInto(wire::Value& dst, const wire::Value& src) {
-  if (!dst.is_map() || !src.is_map()) {
-    dst = src;
-    return;
-  }
-  for (const auto& [k, v] : *src.map()) {
-    const std::string* key = k.str();
-    if (!key) continue;
-    wire::Value* existing = dst.Find(*key);
-    if (existing && existing->is_map() && v.is_map()) {
-      MergeInto(*existing, v);
-    } else {
-      dst.Set(*key, v);
-    }
-  }
-}
-
-Result<wire::Value> LoadSls(const std::vector<std::string>& dirs, const std::string& name) {
-  std::string rel = name;
-  for (char& c : rel) {
-    if (c == '.') c = '/';
-  }
-  if (rel.find("..") != std::string::npos || (!rel.empty() && rel[0] == '/')) {
-    return Error::InvalidArgument("bad sls name '" + name + "'");
-  }
-  for (const auto& dir : dirs) {
-    for (const auto& candidate : {std::filesystem::path(dir) / (rel + ".sls"),
-                                  std::filesystem::path(dir) / rel / "init.sls"}) {
-      auto text = keys::ReadFile(candidate);
-      if (!text.ok()) continue;
-      auto value = YamlToValue(*text);
-      if (!value.ok()) return value.error().WithContext(candidate.string());
-      if (value->is_nil()) return wire::Value::EmptyMap();
-      if (!value->is_map()) {
-        return Error::InvalidArgument(candidate.string() + ": pillar sls must be a map");
-      }
-      return value;
-    }
-  }
-  return Error::NotFound("pillar sls '" + name + "' not found");
-}
-
 }  // namespace
 
 Result<wire::Value> YamlToValue(std::string_view text) {
@@ -205,49 +163,9 @@ Result<wire::Value> YamlToValue(std::string_view text) {
   return NodeToValue(node, 0);
 }
 
-Result<wire::Value> CompilePillar(const std::map<std::string, std::vector<std::string>>& roots,
-                                  std::string_view id, const wire::Value& grains) {
-  wire::Value pillar = wire::Value::EmptyMap();
-  for (const auto& [env, dirs] : roots) {
-    wire::Value top;
-    bool found = false;
-    for (const auto& dir : dirs) {
-      auto text = keys::ReadFile(std::filesystem::path(dir) / "top.sls");
-      if (!text.ok()) continue;
-      HALITE_ASSIGN_OR_RETURN(top, YamlToValue(*text));
-      found = true;
-      break;
-    }
-    if (!found || !top.is_map()) continue;
-    const wire::Value* env_top = top.Find(env);
-    if (!env_top || !env_top->is_map()) continue;
-    for (const auto& [target, sls_list] : *env_top->map()) {
-      const std::string* tgt = target.str();
-      if (!tgt) continue;
-      std::string tgt_type = "glob";
-      std::vector<std::string> names;
-      if (const wire::Array* items = sls_list.array()) {
-        for (const auto& item : *items) {
-          if (const std::string* s = item.str()) names.push_back(*s);
-          if (const wire::Value* m = item.Find("match")) {
-            if (const std::string* t = m->str()) tgt_type = *t;
-          }
-        }
-      }
-      wire::TargetContext ctx{id, &grains, false, ":"};
-      auto matched = wire::MatchTarget(wire::Value(*tgt), tgt_type, ctx);
-      if (!matched.ok() || !*matched) continue;
-      for (const auto& name : names) {
-        auto sls = LoadSls(dirs, name);
-        if (!sls.ok()) {
-          spdlog::warn("pillar for {}: {}", id, sls.error().message);
-          continue;
-        }
-        MergeInto(pillar, *sls);
-      }
-    }
-  }
-  return pillar;
+wire::Value YamlNodeToValue(const YAML::Node& node) {
+  if (!node.IsDefined() || node.IsNull()) return wire::Value();
+  return NodeToValue(node, 0);
 }
 
 }  // namespace halite::master

@@ -84,7 +84,31 @@ struct MasterConfig {
   std::map<std::string, std::vector<std::string>> file_roots{{"base", {"/srv/salt"}}};
   std::map<std::string, std::vector<std::string>> pillar_roots{{"base", {"/srv/pillar"}}};
 
-  // --- CLI and events. ---
+  // --- Pillar (Salt's keys and defaults; docs/pillar.md). ---
+  std::string renderer = "jinja|yaml";  // pipeline for a file without a `#!` line
+  std::vector<std::string> renderer_blacklist;
+  std::vector<std::string> renderer_whitelist;
+  std::string state_top = "top.sls";
+  std::string pillar_source_merging_strategy = "smart";  // smart recurse aggregate overwrite none
+  bool pillar_merge_lists = false;
+  bool pillar_includes_override_sls = false;
+  bool pillar_safe_render_error = true;
+  std::string pillarenv;  // empty: every environment
+  bool pillarenv_from_saltenv = false;
+  YAML::Node jinja_env{YAML::NodeType::Map};      // Jinja Environment options (not sls)
+  YAML::Node jinja_sls_env{YAML::NodeType::Map};  // ... for sls files
+  bool allow_undefined = false;                   // false: StrictUndefined, as Salt
+  std::string gpg_keydir;                         // Salt's default is <config_dir>/gpgkeys
+  YAML::Node pillar_nodegroups{YAML::NodeType::Map};  // `nodegroups:`, for `match: nodegroup`
+  // halite's own: salt['cmd.run'] in a pillar template runs a command on the master (Salt
+  // allows it always; halite only when asked).
+  bool pillar_allow_cmd_run = false;
+  int render_processes = 0;                            // 0: one per core, at most 4
+  std::chrono::milliseconds render_timeout_ms{10000};  // per file; the renderer is then killed
+  std::uint64_t render_memory_limit = 1024ull * 1024 * 1024;  // RLIMIT_AS of a renderer
+  std::uint64_t render_max_output = 16ull * 1024 * 1024;      // rendered data of one file
+  std::string render_program;  // empty: halite-render next to halite-master
+
   std::chrono::seconds timeout{5};
   std::chrono::seconds gather_job_timeout{10};
   bool presence_events = false;

@@ -21,6 +21,10 @@
 #include "halite/master/services.h"
 #include "halite/wire/rsa.h"
 
+namespace halite::pillar {
+class PillarCompiler;
+}  // namespace halite::pillar
+
 namespace halite::master {
 
 // Request commands counted by name in /metrics; anything else is "other".
@@ -81,6 +85,7 @@ struct MasterContext {
   JobPublisher* publisher = nullptr;
   EventSink* events = nullptr;
   MinionData* minion_data = nullptr;
+  const pillar::PillarCompiler* pillar = nullptr;  // null: every minion gets an empty pillar
   keys::AuthPolicyOptions auth_policy;
   std::string root_key;  // <cachedir>/.root_key: what local CLIs must present
   Counters* counters = nullptr;

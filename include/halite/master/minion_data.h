@@ -13,6 +13,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include <yaml-cpp/yaml.h>
+
 #include "halite/common/result.h"
 #include "halite/wire/msgpack.h"
 
@@ -47,14 +49,10 @@ class MinionData {
   std::mutex mine_mu_;
 };
 
-// Pillar compilation from pillar_roots (no templating): top.sls maps environments and
-// targets to sls names; each sls is a YAML map merged in order (later keys win, maps merge
-// recursively). `{}` when there is no top file. Errors name the file and line.
-Result<wire::Value> CompilePillar(const std::map<std::string, std::vector<std::string>>& roots,
-                                  std::string_view id, const wire::Value& grains);
-
 // YAML text to a Value with YAML 1.1 scalars as Salt's loader reads them (ints, floats,
 // true/false/yes/no, null/~, quoted strings stay strings).
 Result<wire::Value> YamlToValue(std::string_view text);
+// The same for a parsed node (config values such as nodegroups); nil for an undefined node.
+wire::Value YamlNodeToValue(const YAML::Node& node);
 
 }  // namespace halite::master

@@ -1,0 +1,9 @@
+#pragma once
+// The renderer process's entry point (halite-render). Links libpython; nothing else may.
+
+namespace halite::render {
+
+// Runs the embedded renderer on stdin/stdout until stdin closes. Returns the exit status.
+int RunEmbeddedRenderer(int argc, char** argv);
+
+}  // namespace halite::render

@@ -1,0 +1,362 @@
+// The renderer pool: halite-render children, one request at a time each, over a pair of
+// pipes. A caller takes an idle renderer (or starts one, up to `processes`), writes one frame,
+// and reads one frame back before the deadline. A renderer that misses the deadline is killed;
+// one that dies is reaped; either way the next request starts a fresh one. The master never
+// runs Python.
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <climits>
+#include <condition_variable>
+#include <cstring>
+#include <filesystem>
+#include <mutex>
+
+#include <spdlog/spdlog.h>
+
+#include "halite/render/renderer.h"
+
+namespace halite::render {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Child {
+  pid_t pid = -1;
+  int fd = -1;  // our end of a socketpair; the child has the other as stdin and stdout
+};
+
+void CloseFd(int& fd) {
+  if (fd >= 0) ::close(fd);
+  fd = -1;
+}
+
+std::string DescribeExit(int status) {
+  if (WIFEXITED(status)) return "exited with status " + std::to_string(WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) return "killed by signal " + std::to_string(WTERMSIG(status));
+  return "stopped";
+}
+
+// Kills (if asked) and reaps a child; returns how it ended.
+std::string Reap(Child& c, bool kill_first) {
+  CloseFd(c.fd);
+  if (c.pid <= 0) return "not running";
+  if (kill_first) ::kill(c.pid, SIGKILL);
+  int status = 0;
+  pid_t r;
+  do {
+    r = ::waitpid(c.pid, &status, 0);
+  } while (r < 0 && errno == EINTR);
+  c.pid = -1;
+  return r < 0 ? std::string("lost") : DescribeExit(status);
+}
+
+Result<Child> Spawn(const PoolOptions& opt) {
+  int sv[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+    return Error::Unavailable("renderer: socketpair: " + std::string(strerror(errno)));
+  }
+  // A sanitizer's shadow memory is address space too: under ASan or TSan no RLIMIT_AS.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  const rlim_t as = 0;
+#else
+  const rlim_t as = opt.memory_limit_bytes;
+#endif
+  const pid_t parent = ::getpid();
+  const char* prog = opt.program.c_str();
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(sv[0]);
+    ::close(sv[1]);
+    return Error::Unavailable("renderer: fork: " + std::string(strerror(errno)));
+  }
+  if (pid == 0) {
+    // Only async-signal-safe calls from here to exec.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(71);
+    ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+    sigset_t none;  // the master blocks its signals for sigwait; a renderer must not inherit that
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    if (as > 0) {
+      struct rlimit lim{as, as};
+      ::setrlimit(RLIMIT_AS, &lim);
+    }
+    struct rlimit core{0, 0};
+    ::setrlimit(RLIMIT_CORE, &core);
+    ::dup2(sv[1], 0);
+    ::dup2(sv[1], 1);
+    ::close_range(3, ~0U, 0);
+    char* const argv[] = {const_cast<char*>(prog), nullptr};
+    ::execv(prog, argv);
+    ::_exit(127);
+  }
+  ::close(sv[1]);
+  return Child{pid, sv[0]};
+}
+
+// Waits for fd to be ready for `events` until the deadline.
+Status WaitFd(int fd, short events, Clock::time_point deadline) {
+  for (;;) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    if (left.count() <= 0) return Error::DeadlineExceeded("deadline");
+    pollfd p{fd, events, 0};
+    int r = ::poll(&p, 1, static_cast<int>(std::min<long long>(left.count(), INT_MAX)));
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return Error::Unavailable(std::string("poll: ") + strerror(errno));
+    if (r == 0) continue;
+    if (p.revents & (events | POLLHUP | POLLERR)) return OkStatus();
+  }
+}
+
+Status WriteAll(int fd, std::string_view data, Clock::time_point deadline) {
+  while (!data.empty()) {
+    if (auto st = WaitFd(fd, POLLOUT, deadline); !st.ok()) return st;
+    ssize_t n = ::send(fd, data.data(), data.size(), MSG_NOSIGNAL);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (n <= 0) return Error::Unavailable(std::string("write: ") + strerror(errno));
+    data.remove_prefix(static_cast<std::size_t>(n));
+  }
+  return OkStatus();
+}
+
+Status ReadExact(int fd, std::size_t n, std::string& out, Clock::time_point deadline) {
+  out.resize(n);
+  std::size_t got = 0;
+  while (got < n) {
+    if (auto st = WaitFd(fd, POLLIN, deadline); !st.ok()) return st;
+    ssize_t r = ::read(fd, out.data() + got, n - got);
+    if (r < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (r == 0) return Error::Unavailable("end of stream");
+    if (r < 0) return Error::Unavailable(std::string("read: ") + strerror(errno));
+    got += static_cast<std::size_t>(r);
+  }
+  return OkStatus();
+}
+
+wire::Value StringList(const std::vector<std::string>& items) {
+  wire::Array a;
+  for (const auto& s : items) a.emplace_back(s);
+  return wire::Value(std::move(a));
+}
+
+class ProcessPool final : public Renderer {
+ public:
+  ProcessPool(PoolOptions options, RenderSettings settings)
+      : opt_(std::move(options)), settings_(std::move(settings)) {
+    if (opt_.processes < 1) opt_.processes = 1;
+  }
+
+  ~ProcessPool() override {
+    std::lock_guard lock(mu_);
+    for (auto& c : idle_) Reap(c, true);
+    idle_.clear();
+  }
+
+  Result<wire::Value> Render(const RenderRequest& r) override {
+    wire::Value req = Base("render");
+    req.Set("file", r.file);
+    req.Set("searchpath", StringList(r.searchpath));
+    req.Set("saltenv", r.saltenv);
+    req.Set("sls", r.sls);
+    req.Set("context", r.context.is_map() ? r.context : wire::Value::EmptyMap());
+    renders_++;
+    auto result = Exchange(req);
+    if (!result.ok() && result.error().code == ErrorCode::kInvalidArgument) failures_++;
+    return result;
+  }
+
+  Status Check(const std::string& file, const std::vector<std::string>& searchpath) override {
+    wire::Value req = Base("check");
+    req.Set("file", file);
+    req.Set("searchpath", StringList(searchpath));
+    auto result = Exchange(req);
+    if (!result.ok()) return result.error();
+    return OkStatus();
+  }
+
+  Result<wire::Value> TestOp(const std::string& op) {
+    if (!opt_.allow_test_ops) return Error::PermissionDenied("test ops are off");
+    wire::Value req = Base(op);
+    req.Set("allow_test_ops", true);
+    return Exchange(req);
+  }
+
+  PoolStats Stats() const {
+    return PoolStats{renders_.load(), failures_.load(), timeouts_.load(), crashes_.load(),
+                     spawns_.load()};
+  }
+
+ private:
+  wire::Value Base(const std::string& op) const {
+    wire::Value req = wire::Value::MapOf({{"op", op}});
+    req.Set("renderer", settings_.renderer);
+    req.Set("renderer_blacklist", StringList(settings_.renderer_blacklist));
+    req.Set("renderer_whitelist", StringList(settings_.renderer_whitelist));
+    if (settings_.jinja_env.is_map()) req.Set("jinja_env", settings_.jinja_env);
+    if (settings_.jinja_sls_env.is_map()) req.Set("jinja_sls_env", settings_.jinja_sls_env);
+    req.Set("allow_undefined", settings_.allow_undefined);
+    req.Set("allow_cmd_run", settings_.allow_cmd_run);
+    req.Set("cmd_timeout", static_cast<long long>(
+                               std::chrono::duration_cast<std::chrono::seconds>(opt_.timeout).count()));
+    if (!settings_.gpg_keydir.empty()) req.Set("gpg_keydir", settings_.gpg_keydir);
+    req.Set("max_output", static_cast<unsigned long long>(opt_.max_output_bytes));
+    return req;
+  }
+
+  Result<Child> Acquire(Clock::time_point deadline) {
+    std::unique_lock lock(mu_);
+    for (;;) {
+      if (!idle_.empty()) {
+        Child c = idle_.back();
+        idle_.pop_back();
+        return c;
+      }
+      if (live_ < opt_.processes) {
+        live_++;
+        lock.unlock();
+        auto c = Spawn(opt_);
+        spawns_++;
+        if (!c.ok()) {
+          lock.lock();
+          live_--;
+          cv_.notify_one();
+          return c.error();
+        }
+        return c;
+      }
+      if (cv_.wait_until(lock, deadline) == std::cv_status::timeout && idle_.empty() &&
+          live_ >= opt_.processes) {
+        return Error::DeadlineExceeded("every renderer was busy until the deadline");
+      }
+    }
+  }
+
+  void Release(Child c) {
+    std::lock_guard lock(mu_);
+    idle_.push_back(c);
+    cv_.notify_one();
+  }
+
+  void Discard(Child& c, bool kill_first, const std::string& why) {
+    std::string how = Reap(c, kill_first);
+    spdlog::warn("renderer {}: {} ({})", why, how, opt_.program);
+    std::lock_guard lock(mu_);
+    live_--;
+    cv_.notify_one();
+  }
+
+  Result<wire::Value> Exchange(const wire::Value& req) {
+    const auto deadline = Clock::now() + opt_.timeout;
+    std::string body = wire::Pack(req, wire::Packing::kBinType);
+    std::string frame(4, '\0');
+    const auto n = static_cast<std::uint32_t>(body.size());
+    frame[0] = static_cast<char>(n >> 24);
+    frame[1] = static_cast<char>(n >> 16);
+    frame[2] = static_cast<char>(n >> 8);
+    frame[3] = static_cast<char>(n);
+    frame += body;
+
+    auto child = Acquire(deadline);
+    if (!child.ok()) return Error(child.error().code, "renderer: " + child.error().message);
+    Child c = *child;
+
+    std::string header;
+    std::string answer;
+    Status st = WriteAll(c.fd, frame, deadline);
+    if (st.ok()) st = ReadExact(c.fd, 4, header, deadline);
+    std::size_t size = 0;
+    if (st.ok()) {
+      size = (static_cast<std::size_t>(static_cast<unsigned char>(header[0])) << 24) |
+             (static_cast<std::size_t>(static_cast<unsigned char>(header[1])) << 16) |
+             (static_cast<std::size_t>(static_cast<unsigned char>(header[2])) << 8) |
+             static_cast<std::size_t>(static_cast<unsigned char>(header[3]));
+      if (size > opt_.max_output_bytes + 4096) {
+        Discard(c, true, "answered with an oversized frame");
+        return Error::ResourceExhausted("renderer: rendered data over " +
+                                        std::to_string(opt_.max_output_bytes) + " bytes");
+      }
+      st = ReadExact(c.fd, size, answer, deadline);
+    }
+    if (!st.ok()) {
+      if (st.error().code == ErrorCode::kDeadlineExceeded) {
+        timeouts_++;
+        Discard(c, true, "missed its deadline and was killed");
+        return Error::DeadlineExceeded(
+            "render timed out after " +
+            std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(opt_.timeout).count()) +
+            " ms; the renderer was killed");
+      }
+      crashes_++;
+      std::string how = Reap(c, true);
+      spdlog::warn("renderer died mid-request: {} ({})", how, st.error().message);
+      {
+        std::lock_guard lock(mu_);
+        live_--;
+        cv_.notify_one();
+      }
+      return Error::Unavailable("the renderer died (" + how + ")");
+    }
+    Release(c);
+
+    wire::UnpackLimits limits;
+    limits.max_depth = 128;
+    limits.max_bytes = opt_.max_output_bytes + 4096;
+    auto value = wire::Unpack(answer, limits);
+    if (!value.ok()) return Error::Internal("renderer answer: " + value.error().message);
+    const wire::Value* ok = value->Find("ok");
+    if (ok && ok->boolean().value_or(false)) {
+      const wire::Value* data = value->Find("data");
+      return data ? *data : wire::Value();
+    }
+    const std::string* msg = value->FindStr("error");
+    std::string text = msg ? *msg : std::string("the renderer gave no reason");
+    if (const std::string* detail = value->FindStr("detail")) {
+      spdlog::debug("renderer traceback: {}", *detail);
+    }
+    return Error::InvalidArgument(std::move(text));
+  }
+
+  PoolOptions opt_;
+  const RenderSettings settings_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<Child> idle_;
+  int live_ = 0;
+  std::atomic<std::uint64_t> renders_{0}, failures_{0}, timeouts_{0}, crashes_{0}, spawns_{0};
+};
+
+}  // namespace
+
+std::string DefaultRendererProgram() {
+  std::error_code ec;
+  auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return "halite-render";
+  return (self.parent_path() / "halite-render").string();
+}
+
+std::unique_ptr<Renderer> MakeProcessPool(PoolOptions options, RenderSettings settings) {
+  if (options.program.empty()) options.program = DefaultRendererProgram();
+  return std::make_unique<ProcessPool>(std::move(options), std::move(settings));
+}
+
+PoolStats StatsOf(const Renderer& renderer) {
+  if (auto* p = dynamic_cast<const ProcessPool*>(&renderer)) return p->Stats();
+  return {};
+}
+
+Result<wire::Value> SendTestOp(Renderer& renderer, const std::string& op) {
+  if (auto* p = dynamic_cast<ProcessPool*>(&renderer)) return p->TestOp(op);
+  return Error::FailedPrecondition("not a process pool");
+}
+
+}  // namespace halite::render
