@@ -20,6 +20,7 @@
 #include <cstring>
 #include <filesystem>
 #include <mutex>
+#include <thread>
 
 #include <spdlog/spdlog.h>
 
@@ -154,9 +155,16 @@ class ProcessPool final : public Renderer {
   ProcessPool(PoolOptions options, RenderSettings settings)
       : opt_(std::move(options)), settings_(std::move(settings)) {
     if (opt_.processes < 1) opt_.processes = 1;
+    spawner_ = std::thread([this] { SpawnerLoop(); });
   }
 
   ~ProcessPool() override {
+    {
+      std::lock_guard lock(spawn_mu_);
+      spawner_stop_ = true;
+    }
+    spawn_cv_.notify_all();
+    if (spawner_.joinable()) spawner_.join();
     std::lock_guard lock(mu_);
     for (auto& c : idle_) Reap(c, true);
     idle_.clear();
@@ -224,7 +232,7 @@ class ProcessPool final : public Renderer {
       if (live_ < opt_.processes) {
         live_++;
         lock.unlock();
-        auto c = Spawn(opt_);
+        auto c = SpawnOnSpawner();
         spawns_++;
         if (!c.ok()) {
           lock.lock();
@@ -239,6 +247,42 @@ class ProcessPool final : public Renderer {
         return Error::DeadlineExceeded("every renderer was busy until the deadline");
       }
     }
+  }
+
+  // Renderers are forked by one thread that lives as long as the pool: PR_SET_PDEATHSIG fires
+  // when the forking *thread* ends, and callers' threads come and go.
+  void SpawnerLoop() {
+    std::unique_lock lock(spawn_mu_);
+    for (;;) {
+      spawn_cv_.wait(lock, [&] { return spawner_stop_ || !spawn_queue_.empty(); });
+      if (spawner_stop_) {
+        for (auto* req : spawn_queue_) {
+          req->result = Error::Unavailable("renderer pool stopping");
+          req->done = true;
+        }
+        spawn_queue_.clear();
+        spawn_cv_.notify_all();
+        return;
+      }
+      SpawnRequest* req = spawn_queue_.front();
+      spawn_queue_.erase(spawn_queue_.begin());
+      lock.unlock();
+      auto child = Spawn(opt_);
+      lock.lock();
+      req->result = std::move(child);
+      req->done = true;
+      spawn_cv_.notify_all();
+    }
+  }
+
+  Result<Child> SpawnOnSpawner() {
+    SpawnRequest req;
+    std::unique_lock lock(spawn_mu_);
+    if (spawner_stop_) return Error::Unavailable("renderer pool stopping");
+    spawn_queue_.push_back(&req);
+    spawn_cv_.notify_all();
+    spawn_cv_.wait(lock, [&] { return req.done; });
+    return std::move(req.result);
   }
 
   void Release(Child c) {
@@ -326,8 +370,18 @@ class ProcessPool final : public Renderer {
     return Error::InvalidArgument(std::move(text));
   }
 
+  struct SpawnRequest {
+    Result<Child> result = Error::Unavailable("not spawned");
+    bool done = false;
+  };
+
   PoolOptions opt_;
   const RenderSettings settings_;
+  std::mutex spawn_mu_;
+  std::condition_variable spawn_cv_;
+  std::vector<SpawnRequest*> spawn_queue_;
+  bool spawner_stop_ = false;
+  std::thread spawner_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::vector<Child> idle_;

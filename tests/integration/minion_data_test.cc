@@ -1,4 +1,4 @@
-// Pillar compilation (CompilePillar in src/master/minion_data.cc) as a minion gets it: a real
+// Pillar compilation (src/pillar, rendered by halite-render) as a minion gets it: a real
 // master, `_pillar` over its request port, the reply opened with the minion's own key.
 #include <gtest/gtest.h>
 
@@ -66,11 +66,12 @@ class MinionDataTest : public ::testing::Test {
 
 TEST_F(MinionDataTest, TopFileTargetsMergeInOrderMapsDeepAndListsReplaced) {
   // common, then web over it: nested maps merge key by key, a later list replaces, and the
-  // missing sls is skipped without losing the rest.
+  // missing sls is reported in _errors (Salt's words) without losing the rest.
   EXPECT_EQ(PillarOf("web1", wire::Value::MapOf({{"role", "web"}})), nlohmann::json::parse(R"({
     "app": {"name": "common", "port": 8080, "tls": true},
     "list": [3],
-    "web_only": true})"));
+    "web_only": true,
+    "_errors": ["Specified SLS 'missing.sls.is.skipped' in environment 'base' is not available on the salt master"]})"));
 }
 
 TEST_F(MinionDataTest, CompoundAndGrainMatchersPickTheirSls) {

@@ -1,0 +1,203 @@
+// The renderer pool with real halite-render processes: Jinja and YAML as Salt renders them,
+// hostile templates answered with an error, and a pool that survives a renderer that crashes
+// or never answers.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "halite/render/renderer.h"
+#include "render_testing.h"
+
+namespace halite::render {
+namespace {
+
+using testing_support::Tree;
+
+nlohmann::json Json(const wire::Value& v) { return nlohmann::json::parse(v.ToJson()); }
+nlohmann::json Json(const char* text) { return nlohmann::json::parse(text); }
+
+class PoolTest : public ::testing::Test {
+ protected:
+  std::unique_ptr<Renderer> Pool(int processes = 1, std::chrono::milliseconds timeout = std::chrono::seconds(20),
+                                 std::size_t max_output = 1u << 20) {
+    PoolOptions o;
+    o.program = testing_support::RendererProgram();
+    o.processes = processes;
+    o.timeout = timeout;
+    o.max_output_bytes = max_output;
+    o.allow_test_ops = true;
+    return MakeProcessPool(o, RenderSettings{});
+  }
+
+  Result<wire::Value> Render(Renderer& r, const std::string& rel, const std::string& sls,
+                             wire::Value grains = wire::Value::MapOf({{"id", "m1"}})) {
+    RenderRequest req;
+    req.file = tree_.root() + "/" + rel;
+    req.searchpath = {tree_.root()};
+    req.sls = sls;
+    req.context = wire::Value::MapOf({{"grains", grains}, {"pillar", wire::Value::EmptyMap()},
+                                      {"opts", wire::Value::MapOf({{"id", "m1"}})}});
+    return r.Render(req);
+  }
+
+  Tree tree_;
+};
+
+TEST_F(PoolTest, RendersJinjaThenYamlWithGrainsSaltFunctionsAndFilters) {
+  tree_.Write("map.jinja",
+              "{% set m = salt['grains.filter_by']({'Debian': {'pkg': 'apache2'}, "
+              "'RedHat': {'pkg': 'httpd'}}, default='Debian') %}\n");
+  tree_.Write("d/defaults.yaml", "port: 80\n");
+  tree_.Write("web.sls",
+              "{% from 'map.jinja' import m with context %}\n"
+              "{% import_yaml 'd/defaults.yaml' as d %}\n"
+              "id: {{ grains['id'] }}\n"
+              "pkg: {{ m.pkg }}\n"
+              "port: {{ d.port }}\n"
+              "role: {{ salt['grains.get']('role', 'none') }}\n"
+              "quoted: {{ 'a: b' | yaml_encode }}\n"
+              "js: {{ {'k': [1, 2]} | json }}\n"
+              "{% if grains.get('os_family') == 'RedHat' %}rh: true{% endif %}\n"
+              "where: {{ sls }} {{ tpldir }} {{ saltenv }}\n");
+  auto pool = Pool();
+  auto v = Render(*pool, "web.sls", "web",
+                  wire::Value::MapOf({{"id", "m1"}, {"os_family", "RedHat"}, {"role", "web"}}));
+  ASSERT_TRUE(v.ok()) << v.error().ToString();
+  EXPECT_EQ(Json(*v),
+            Json(R"({"id":"m1","pkg":"httpd","port":80,"role":"web","quoted":"a: b","js":{"k":[1,2]},"rh":true,"where":"web . base"})"));
+}
+
+TEST_F(PoolTest, SaltYamlRulesDuplicateKeysFailTimestampsStayStrings) {
+  tree_.Write("dup.sls", "a: 1\na: 2\n");
+  tree_.Write("scalars.sls", "#!yaml\nts: 2024-01-01\noct: 0755\nyes_: yes\nnull_: ~\n");
+  auto pool = Pool();
+  auto dup = Render(*pool, "dup.sls", "dup");
+  ASSERT_FALSE(dup.ok());
+  EXPECT_EQ(dup.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_NE(dup.error().message.find("found conflicting ID 'a'"), std::string::npos) << dup.error().message;
+  auto s = Render(*pool, "scalars.sls", "scalars");
+  ASSERT_TRUE(s.ok()) << s.error().ToString();
+  EXPECT_EQ(Json(*s), Json(R"({"ts":"2024-01-01","oct":755,"yes_":true,"null_":null})"));
+}
+
+TEST_F(PoolTest, UndefinedVariablesAndUnknownSaltFunctionsFailTheFile) {
+  tree_.Write("undef.sls", "a: {{ nosuch }}\n");
+  tree_.Write("func.sls", "a: {{ salt['no.such']() }}\n");
+  auto pool = Pool();
+  auto u = Render(*pool, "undef.sls", "undef");
+  ASSERT_FALSE(u.ok());
+  EXPECT_NE(u.error().message.find("'nosuch' is undefined"), std::string::npos) << u.error().message;
+  auto f = Render(*pool, "func.sls", "func");
+  ASSERT_FALSE(f.ok());
+  EXPECT_NE(f.error().message.find("no.such"), std::string::npos) << f.error().message;
+}
+
+TEST_F(PoolTest, ImportsCannotLeaveTheRoots) {
+  tree_.Write("../outside.jinja", "{% set secret = 'leaked' %}\n");
+  tree_.Symlink("../outside.jinja", "link.jinja");
+  tree_.Write("abs.sls", "{% include '/etc/passwd' %}\n");
+  tree_.Write("up.sls", "{% from '../outside.jinja' import secret %}a: {{ secret }}\n");
+  tree_.Write("rel.sls", "{% from './../outside.jinja' import secret %}a: {{ secret }}\n");
+  tree_.Write("sym.sls", "{% from 'link.jinja' import secret %}a: {{ secret }}\n");
+  auto pool = Pool();
+  for (const char* f : {"abs.sls", "up.sls", "rel.sls", "sym.sls"}) {
+    auto v = Render(*pool, f, std::string(f).substr(0, std::string(f).size() - 4));
+    ASSERT_FALSE(v.ok()) << f << " rendered " << v->ToJson();
+    EXPECT_EQ(v.error().code, ErrorCode::kInvalidArgument) << f;
+    EXPECT_EQ(v.error().message.find("leaked"), std::string::npos) << f;
+    EXPECT_EQ(v.error().message.find("root:"), std::string::npos) << f;
+  }
+}
+
+TEST_F(PoolTest, HostileTemplatesGetAnErrorAndThePoolKeepsServing) {
+  tree_.Write("ok.sls", "a: 1\n");
+  tree_.Write("recurse.sls", "{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}a: {{ f(0) }}\n");
+  tree_.Write("huge.sls", "a: {{ 'x' * 3000000 }}\n");
+  tree_.Write("loop.sls",
+              "{% for i in range(100000) %}{% for j in range(100000) %}{% for k in range(100000) %}"
+              "{% endfor %}{% endfor %}{% endfor %}a: 1\n");
+  tree_.Write("private.sls", "a: {{ ''.__class__.__mro__ }}\n");
+  auto pool = Pool(1, std::chrono::seconds(3));
+  auto r = Render(*pool, "recurse.sls", "recurse");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, ErrorCode::kInvalidArgument) << r.error().ToString();
+  auto h = Render(*pool, "huge.sls", "huge");
+  ASSERT_FALSE(h.ok());
+  EXPECT_NE(h.error().message.find("limit"), std::string::npos) << h.error().ToString();
+  auto p = Render(*pool, "private.sls", "private");
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.error().message.find("unsafe"), std::string::npos) << p.error().ToString();
+  const auto before = StatsOf(*pool);
+  auto l = Render(*pool, "loop.sls", "loop");
+  ASSERT_FALSE(l.ok());
+  EXPECT_EQ(l.error().code, ErrorCode::kDeadlineExceeded) << l.error().ToString();
+  EXPECT_EQ(StatsOf(*pool).timeouts, before.timeouts + 1);
+  auto ok = Render(*pool, "ok.sls", "ok");
+  ASSERT_TRUE(ok.ok()) << ok.error().ToString();
+  EXPECT_EQ(Json(*ok), Json(R"({"a":1})"));
+  EXPECT_EQ(StatsOf(*pool).spawns, before.spawns + 1);  // a fresh renderer replaced the killed one
+}
+
+TEST_F(PoolTest, ARendererThatCrashesIsReplaced) {
+  tree_.Write("ok.sls", "a: 1\n");
+  auto pool = Pool(1);
+  ASSERT_TRUE(Render(*pool, "ok.sls", "ok").ok());
+  auto crash = SendTestOp(*pool, "crash");
+  ASSERT_FALSE(crash.ok());
+  EXPECT_EQ(crash.error().code, ErrorCode::kUnavailable) << crash.error().ToString();
+  EXPECT_NE(crash.error().message.find("exited with status 70"), std::string::npos)
+      << crash.error().message;
+  EXPECT_EQ(StatsOf(*pool).crashes, 1u);
+  auto again = Render(*pool, "ok.sls", "ok");
+  ASSERT_TRUE(again.ok()) << again.error().ToString();
+  EXPECT_EQ(StatsOf(*pool).spawns, 2u);
+}
+
+TEST_F(PoolTest, ARendererThatNeverAnswersIsKilledAtTheDeadline) {
+  tree_.Write("ok.sls", "a: 1\n");
+  auto pool = Pool(1, std::chrono::milliseconds(1500));
+  auto spin = SendTestOp(*pool, "spin");
+  ASSERT_FALSE(spin.ok());
+  EXPECT_EQ(spin.error().code, ErrorCode::kDeadlineExceeded) << spin.error().ToString();
+  auto ok = Render(*pool, "ok.sls", "ok");
+  ASSERT_TRUE(ok.ok()) << ok.error().ToString();
+}
+
+TEST_F(PoolTest, ConcurrentCallersShareAFewRenderers) {
+  tree_.Write("n.sls", "n: {{ grains['n'] }}\n");
+  auto pool = Pool(2);
+  std::atomic<int> good{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 6; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 10; ++i) {
+        auto v = Render(*pool, "n.sls", "n", wire::Value::MapOf({{"id", "m"}, {"n", t * 100 + i}}));
+        if (v.ok() && Json(*v) == Json(("{\"n\":" + std::to_string(t * 100 + i) + "}").c_str())) {
+          good++;
+        } else if (!v.ok()) {
+          ADD_FAILURE() << v.error().ToString();
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(good.load(), 60);
+  EXPECT_LE(StatsOf(*pool).spawns, 2u);
+}
+
+TEST_F(PoolTest, CheckReportsSyntaxErrorsWithoutRendering) {
+  tree_.Write("good.sls", "a: {{ grains['never_set'] }}\n");  // fine until rendered
+  tree_.Write("bad.sls", "{% if %}\n");
+  tree_.Write("bad.yaml.sls", "#!yaml\na: [\n");
+  auto pool = Pool();
+  EXPECT_TRUE(pool->Check(tree_.root() + "/good.sls", {tree_.root()}).ok());
+  auto bad = pool->Check(tree_.root() + "/bad.sls", {tree_.root()});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("Jinja syntax error"), std::string::npos) << bad.error().message;
+  EXPECT_FALSE(pool->Check(tree_.root() + "/bad.yaml.sls", {tree_.root()}).ok());
+}
+
+}  // namespace
+}  // namespace halite::render
