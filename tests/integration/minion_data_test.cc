@@ -46,14 +46,15 @@ class MinionDataTest : public ::testing::Test {
   }
 
   // The pillar `id` gets for `grains`, as JSON (objects compare without order).
-  nlohmann::json PillarOf(const std::string& id, wire::Value grains) {
+  nlohmann::json PillarOf(const std::string& id, wire::Value grains,
+                          const wire::Value& extra = wire::Value()) {
     auto key = wire::RsaPrivateKey::Generate(2048);
     EXPECT_TRUE(key.ok());
     RawMinion minion(id, *key, "tcp://" + master_->ip() + ":4506");
     auto auth = minion.Auth(ctx_, master_pub_);
     EXPECT_TRUE(auth.ok() && auth->session);
     if (!auth.ok() || !auth->session) return nullptr;
-    auto pillar = minion.Pillar(ctx_, *auth->session, std::move(grains));
+    auto pillar = minion.Pillar(ctx_, *auth->session, std::move(grains), "base", extra);
     EXPECT_TRUE(pillar.ok()) << pillar.error().ToString();
     return pillar.ok() ? nlohmann::json::parse(pillar->ToJson()) : nullptr;
   }
@@ -93,6 +94,62 @@ TEST_F(MinionDataTest, TheAuthenticatedIdWinsOverAnIdGrain) {
   ASSERT_TRUE(pillar.is_object()) << pillar.dump();
   EXPECT_FALSE(pillar.contains("secret")) << pillar.dump();
   EXPECT_TRUE(pillar.value("web_only", false)) << pillar.dump();
+}
+
+TEST_F(MinionDataTest, JinjaPillarWithIncludesOverrideAndErrorsOverTheSocket) {
+  // A tree as fleets write it: a Jinja top file, map.jinja with grains.filter_by, import_yaml,
+  // include with defaults, and one sls that fails; `pillar_override` from the request (what
+  // `state.apply pillar=...` sends) is merged last.
+  const auto pillar = master_->dir() / "pillar";
+  WriteFile(pillar / "top.sls",
+            "base:\n"
+            "  '*':\n"
+            "    - common\n"
+            "{% if grains.get('os_family') == 'RedHat' %}\n"
+            "    - webapp\n"
+            "{% endif %}\n"
+            "    - broken\n");
+  WriteFile(pillar / "webapp" / "map.jinja",
+            "{% set web = salt['grains.filter_by']({'Debian': {'pkg': 'apache2'}, "
+            "'RedHat': {'pkg': 'httpd'}}) %}\n");
+  WriteFile(pillar / "webapp" / "defaults.yaml", "port: 80\nworkers: 4\n");
+  WriteFile(pillar / "webapp" / "init.sls",
+            "{% from 'webapp/map.jinja' import web with context %}\n"
+            "{% import_yaml 'webapp/defaults.yaml' as d %}\n"
+            "include:\n"
+            "  - .vhost:\n"
+            "      defaults: {name: {{ grains['id'] }}}\n"
+            "      key: web:vhost\n"
+            "web:\n"
+            "  pkg: {{ web.pkg }}\n"
+            "  port: {{ d.port }}\n"
+            "  id: {{ grains['id'] | yaml_encode }}\n");
+  WriteFile(pillar / "webapp" / "vhost.sls", "server_name: {{ name }}.example\n");
+  WriteFile(pillar / "broken.sls", "x: {{ no_such_variable }}\n");
+  nlohmann::json got = PillarOf(
+      "web7", wire::Value::MapOf({{"os_family", "RedHat"}, {"role", "web"}}),
+      wire::Value::MapOf({{"pillar_override", wire::Value::MapOf({{"web", wire::Value::MapOf({{"port", 8080}})}})}}));
+  EXPECT_EQ(got, nlohmann::json::parse(R"({
+    "app": {"name": "common", "port": 80},
+    "list": [1, 2],
+    "web": {"pkg": "httpd", "port": 8080, "id": "web7", "vhost": {"server_name": "web7.example"}},
+    "_errors": ["Rendering SLS 'broken' failed. Please see master log for details."]})"))
+      << got.dump();
+  // The master log says why, naming the file.
+  EXPECT_TRUE(WaitFor([&] { return master_->Log().find("'no_such_variable' is undefined") != std::string::npos; },
+                      std::chrono::seconds(10)))
+      << master_->Log();
+}
+
+TEST_F(MinionDataTest, CheckNamesAnSlsThatDoesNotParse) {
+  const auto pillar = master_->dir() / "pillar";
+  auto ok = testing::Run({BinaryPath("halite-master").string(), "--check", "-c", master_->config().string()});
+  EXPECT_EQ(ok.exit_code, 0) << ok.out << ok.err;
+  WriteFile(pillar / "apps" / "bad.sls", "{% for x in %}\n");
+  auto bad = testing::Run({BinaryPath("halite-master").string(), "--check", "-c", master_->config().string()});
+  EXPECT_EQ(bad.exit_code, 78) << bad.out << bad.err;
+  EXPECT_NE(bad.err.find((pillar / "apps" / "bad.sls").string() + ": Jinja syntax error"), std::string::npos)
+      << bad.err;
 }
 
 }  // namespace

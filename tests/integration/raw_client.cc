@@ -98,7 +98,8 @@ Result<wire::Value> RawMinion::Request(zmq::context_t& ctx, const wire::Crypticl
 }
 
 Result<wire::Value> RawMinion::Pillar(zmq::context_t& ctx, const wire::Crypticle& session,
-                                      wire::Value grains, const std::string& saltenv) {
+                                      wire::Value grains, const std::string& saltenv,
+                                      const wire::Value& extra) {
   const std::string nonce = wire::RandomNonce();
   HALITE_ASSIGN_OR_RETURN(std::string tok, Token());
   wire::Value load =
@@ -111,6 +112,11 @@ Result<wire::Value> RawMinion::Pillar(zmq::context_t& ctx, const wire::Crypticle
                           {"nonce", nonce},
                           {"ts", static_cast<long long>(std::time(nullptr))},  // NOLINT
                           {"tok", tok}});
+  if (extra.is_map()) {
+    for (const auto& [k, v] : *extra.map()) {
+      if (const std::string* key = k.str()) load.Set(*key, v);
+    }
+  }
   wire::Value envelope = wire::Value::MapOf({{"enc", "aes"},
                                              {"load", session.Dumps(load)},
                                              {"version", 3},

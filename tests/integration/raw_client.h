@@ -50,7 +50,8 @@ class RawMinion {
   // `_pillar` (protocol 2 reply: a one-shot AES key for this minion's RSA key, the signed
   // pillar in it); returns the pillar after checking the nonce.
   Result<wire::Value> Pillar(zmq::context_t& ctx, const wire::Crypticle& session,
-                             wire::Value grains, const std::string& saltenv = "base");
+                             wire::Value grains, const std::string& saltenv = "base",
+                             const wire::Value& extra = wire::Value());  // more load keys
   // "salt" signed with this minion's key, as the tok of its requests.
   Result<std::string> Token() const { return key_.X931Sign("salt"); }
   // Any aes request, built by hand so that a test can get each part wrong on purpose.
