@@ -91,6 +91,8 @@ void ReadAll(YamlMapReader& r, MasterConfig& c) {
   r.ReadString("gpg_keydir", c.gpg_keydir);
   r.ReadMap("nodegroups", c.pillar_nodegroups);
   r.ReadBool("pillar_allow_cmd_run", c.pillar_allow_cmd_run);
+  r.ReadSequence("ext_pillar", c.ext_pillar);
+  r.ReadBool("ext_pillar_first", c.ext_pillar_first);
   r.ReadInt("render_processes", c.render_processes, 0, 64);
   r.ReadDuration("render_timeout_ms", c.render_timeout_ms, 100, 3600000);
   r.ReadInt("render_memory_limit", c.render_memory_limit, 64ll << 20, std::int64_t{1} << 40);

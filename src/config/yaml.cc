@@ -427,6 +427,19 @@ bool YamlMapReader::ReadMap(std::string_view key, YAML::Node& out) {
   });
 }
 
+bool YamlMapReader::ReadSequence(std::string_view key, YAML::Node& out) {
+  Entry* entry = Take(key);
+  if (entry == nullptr) return false;
+  return Guarded(*this, key, [&] {
+    if (!entry->value.IsSequence()) {
+      AddProblem(key, "expected a list (got " + DescribeYaml(entry->value) + ")");
+      return false;
+    }
+    out.reset(entry->value);
+    return true;
+  });
+}
+
 void YamlMapReader::AddProblem(std::string_view key, std::string message) {
   // Keep problems in document order: by the line of the top-level key, and after all of them
   // the ones whose key is not in the document.

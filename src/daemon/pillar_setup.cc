@@ -46,6 +46,8 @@ pillar::PillarSettings PillarSettingsFrom(const config::MasterConfig& c) {
   s.pillarenv = c.pillarenv;
   s.pillarenv_from_saltenv = c.pillarenv_from_saltenv;
   s.nodegroups = master::YamlNodeToValue(c.pillar_nodegroups);
+  s.ext_pillar = master::YamlNodeToValue(c.ext_pillar);
+  s.ext_pillar_first = c.ext_pillar_first;
   wire::Value opts = wire::Value::EmptyMap();
   opts.Set("renderer", c.renderer);
   opts.Set("state_top", c.state_top);

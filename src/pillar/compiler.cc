@@ -126,8 +126,18 @@ class Compilation {
   wire::Value Run() {
     auto tops = GetTops();
     wire::Value top = MergeTops(tops);
-    auto matches = TopMatches(top);
-    wire::Value pillar = RenderPillar(matches);
+    wire::Value pillar;
+    const bool ext = !s_.ext_pillar.is_nil();
+    if (ext && s_.ext_pillar_first) {
+      // The external data comes first and is what templates see as `pillar`.
+      template_pillar_ = ExtPillars(override_);
+      auto matches = TopMatches(top);
+      pillar = MergeData(template_pillar_, RenderPillar(matches));
+    } else {
+      auto matches = TopMatches(top);
+      pillar = RenderPillar(matches);
+      if (ext) pillar = ExtPillars(pillar);
+    }
     for (auto& e : top_errors_) errors_.push_back(std::move(e));
     if (!errors_.empty()) {
       wire::Array list;
@@ -180,7 +190,7 @@ class Compilation {
       }
     }
     ctx.Set("grains", req_.grains);
-    ctx.Set("pillar", wire::Value::EmptyMap());
+    ctx.Set("pillar", template_pillar_);
     ctx.Set("opts", opts);
     return ctx;
   }
@@ -593,9 +603,52 @@ class Compilation {
     return state;
   }
 
+  // Salt's Pillar.ext_pillar: each {name: args} in order, merged into `pillar` (the minion's
+  // override first).
+  wire::Value ExtPillars(wire::Value pillar) {
+    const wire::Array* runs = s_.ext_pillar.array();
+    if (!runs) {
+      errors_.push_back("The \"ext_pillar\" option is malformed");
+      spdlog::critical("{}", errors_.back());
+      return pillar;
+    }
+    if (!override_.map()->empty()) pillar = MergeData(pillar, override_);
+    std::vector<std::string> groups;
+    if (s_.nodegroups.is_map()) {
+      for (const auto& [name, _] : *s_.nodegroups.map()) {
+        const std::string n = ToText(name);
+        if (Confirm(n, wire::Value(wire::Array{wire::Value::MapOf({{"match", "nodegroup"}})}))) groups.push_back(n);
+      }
+    }
+    for (const auto& run : *runs) {
+      if (!run.is_map()) {
+        errors_.push_back("The \"ext_pillar\" option is malformed");
+        spdlog::critical("{}", errors_.back());
+        return wire::Value::EmptyMap();
+      }
+      for (const auto& [k, args] : *run.map()) {
+        const std::string name = ToText(k);
+        auto source = MakeExtPillar(name, renderer_);
+        if (!source) {
+          spdlog::critical("Specified ext_pillar interface {} is unavailable", name);
+          continue;
+        }
+        auto data = source->Run(req_.id, pillar, args, groups);
+        if (!data.ok()) {
+          errors_.push_back("Failed to load ext_pillar " + name + ": " + data.error().message);
+          spdlog::error("pillar for {}: ext_pillar {}: {}", req_.id, name, data.error().message);
+          continue;
+        }
+        if (data->is_map() && !data->map()->empty()) pillar = MergeData(pillar, *data);
+      }
+    }
+    return pillar;
+  }
+
   const PillarSettings& s_;
   render::Renderer& renderer_;
   const PillarRequest& req_;
+  wire::Value template_pillar_ = wire::Value::EmptyMap();
   Roots roots_;
   std::string pillarenv_;
   wire::Value override_;
@@ -606,7 +659,27 @@ class Compilation {
   std::map<std::string, std::optional<wire::Value>> mods_;
 };
 
+class RendererExtPillar final : public ExtPillar {
+ public:
+  RendererExtPillar(std::string name, render::Renderer& r) : name_(std::move(name)), r_(r) {}
+  Result<wire::Value> Run(const std::string& minion_id, const wire::Value&, const wire::Value& args,
+                          const std::vector<std::string>& nodegroups) override {
+    return r_.ExtPillar(name_, minion_id, args, nodegroups);
+  }
+
+ private:
+  std::string name_;
+  render::Renderer& r_;
+};
+
 }  // namespace
+
+std::unique_ptr<ExtPillar> MakeExtPillar(const std::string& name, render::Renderer& renderer) {
+  if (name == "cmd_yaml" || name == "cmd_json" || name == "file_tree") {
+    return std::make_unique<RendererExtPillar>(name, renderer);
+  }
+  return nullptr;
+}
 
 PillarCompiler::PillarCompiler(PillarSettings settings, render::Renderer& renderer)
     : settings_(std::move(settings)), renderer_(renderer) {}

@@ -192,6 +192,17 @@ class ProcessPool final : public Renderer {
     return OkStatus();
   }
 
+  Result<wire::Value> ExtPillar(const std::string& name, const std::string& minion_id,
+                                const wire::Value& args,
+                                const std::vector<std::string>& nodegroups) override {
+    wire::Value req = Base("ext_pillar");
+    req.Set("name", name);
+    req.Set("minion_id", minion_id);
+    req.Set("args", args);
+    req.Set("nodegroups", StringList(nodegroups));
+    return Exchange(req);
+  }
+
   Result<wire::Value> TestOp(const std::string& op) {
     if (!opt_.allow_test_ops) return Error::PermissionDenied("test ops are off");
     wire::Value req = Base(op);

@@ -165,6 +165,27 @@ TEST_F(CompilerTest, NodegroupMatcher) {
   EXPECT_EQ(Compile("db1"), nlohmann::json::parse(R"({})"));
 }
 
+TEST_F(CompilerTest, ExtPillarBuiltinsInOrderAndFirst) {
+  tree_.Write("top.sls", "base:\n  '*':\n    - s\n");
+  tree_.Write("s.sls", "from_sls: {{ pillar.get('ext', 'unset') }}\nshared: sls\n");
+  tree_.Write("../ft/hosts/m1/db/password", "hunter2\n");
+  tree_.Write("../ft/hosts/other/secret", "no\n");
+  const std::string ft = tree_.Root("base") + "/../ft";
+  settings_.ext_pillar = wire::Value(wire::Array{
+      wire::Value::MapOf({{"cmd_yaml", "echo 'ext: %s'; echo 'shared: ext'"}}),
+      wire::Value::MapOf({{"cmd_json", "echo '{\"j\": [1, 2]}'"}}),
+      wire::Value::MapOf({{"file_tree", wire::Value::MapOf({{"root_dir", ft}})}}),
+      wire::Value::MapOf({{"no_such_ext", "x"}})});
+  // After the sls (Salt's default): ext data wins, and templates saw no `pillar`.
+  EXPECT_EQ(Compile("m1"), nlohmann::json::parse(R"({
+    "from_sls": "unset", "shared": "ext", "ext": "m1", "j": [1, 2], "db": {"password": "hunter2"}})"));
+  settings_.ext_pillar_first = true;
+  EXPECT_EQ(Compile("m1"), nlohmann::json::parse(R"({
+    "from_sls": "m1", "shared": "sls", "ext": "m1", "j": [1, 2], "db": {"password": "hunter2"}})"));
+  settings_.ext_pillar = wire::Value("not a list");
+  EXPECT_EQ(Compile("m1")["_errors"], nlohmann::json::parse(R"(["The \"ext_pillar\" option is malformed"])"));
+}
+
 TEST_F(CompilerTest, CheckTreeNamesTheFilesThatDoNotParse) {
   tree_.Write("top.sls", "base:\n  '*':\n    - good\n");
   tree_.Write("good.sls", "a: {{ grains['x'] }}\n");

@@ -103,6 +103,8 @@ struct MasterConfig {
   // halite's own: salt['cmd.run'] in a pillar template runs a command on the master (Salt
   // allows it always; halite only when asked).
   bool pillar_allow_cmd_run = false;
+  YAML::Node ext_pillar;  // Salt's list of {cmd_yaml|cmd_json|file_tree: args}; undefined: none
+  bool ext_pillar_first = false;
   int render_processes = 0;                            // 0: one per core, at most 4
   std::chrono::milliseconds render_timeout_ms{10000};  // per file; the renderer is then killed
   std::uint64_t render_memory_limit = 1024ull * 1024 * 1024;  // RLIMIT_AS of a renderer

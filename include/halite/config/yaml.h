@@ -72,6 +72,7 @@ class YamlMapReader {
                          std::map<std::string, std::vector<std::string>>& out);
   // A map kept as a node for another component to read.
   bool ReadMap(std::string_view key, YAML::Node& out);
+  bool ReadSequence(std::string_view key, YAML::Node& out);
 
   // Records a problem for `key` (the prefix is added). Problems are kept in document order.
   void AddProblem(std::string_view key, std::string message);

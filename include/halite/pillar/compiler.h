@@ -6,6 +6,7 @@
 // rest of the pillar is still served; the minion's `pillar_override` merged last. Rendering
 // itself is behind render::Renderer (Jinja2 in halite-render processes).
 
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -30,7 +31,20 @@ struct PillarSettings {
   bool pillarenv_from_saltenv = false;
   wire::Value nodegroups;                          // for `match: nodegroup`
   wire::Value opts;                                // extra keys for the templates' `opts`
+  wire::Value ext_pillar;                          // Salt's list of {name: args}; nil: none
+  bool ext_pillar_first = false;
 };
+
+// An external pillar source: Salt's ext_pillar(minion_id, pillar, *args) as an interface. The
+// built-ins run in the renderer pool; MakeExtPillar returns null for a name it does not know.
+class ExtPillar {
+ public:
+  virtual ~ExtPillar() = default;
+  virtual Result<wire::Value> Run(const std::string& minion_id, const wire::Value& pillar,
+                                  const wire::Value& args,
+                                  const std::vector<std::string>& nodegroups) = 0;
+};
+std::unique_ptr<ExtPillar> MakeExtPillar(const std::string& name, render::Renderer& renderer);
 
 struct PillarRequest {
   std::string id;

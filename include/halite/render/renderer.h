@@ -46,6 +46,11 @@ class Renderer {
   // Syntax only (the Jinja parse, or the YAML/JSON parse of a file with no template step), for
   // `halite-master --check`.
   virtual Status Check(const std::string& file, const std::vector<std::string>& searchpath) = 0;
+  // An ext_pillar built-in (cmd_yaml, cmd_json, file_tree) run in a renderer, so that a command
+  // that hangs is killed at the deadline like a template.
+  virtual Result<wire::Value> ExtPillar(const std::string& name, const std::string& minion_id,
+                                        const wire::Value& args,
+                                        const std::vector<std::string>& nodegroups) = 0;
 };
 
 struct PoolOptions {

@@ -1069,6 +1069,85 @@ def check_file(request):
             data = RENDERERS[name](data, request, {}, argline)
 
 
+# ---------------------------------------------------------------------------------------------
+# ext_pillar built-ins (Salt's cmd_yaml, cmd_json, file_tree), run here so that a command that
+# hangs is killed with its renderer at the deadline.
+
+
+def _ext_command(command, minion_id, timeout):
+    command = command.replace("%s", minion_id)
+    proc = subprocess.run(command, shell=True, capture_output=True, timeout=timeout)
+    return proc.stdout.decode("utf-8", "replace")
+
+
+def _file_tree(top, keep_newline):
+    pillar = {}
+    top = os.path.normpath(top)
+    for dir_path, dir_names, file_names in os.walk(top, followlinks=False):
+        node = pillar
+        prefix = os.path.relpath(dir_path, top)
+        if prefix != ".":
+            for part in prefix.split(os.sep):
+                node = node[part]
+        for d in dir_names:
+            node[d] = {}
+        for f in file_names:
+            path = os.path.join(dir_path, f)
+            if not os.path.isfile(path):
+                continue
+            with open(path, "rb") as fh:
+                contents = fh.read()
+            keep = keep_newline
+            if isinstance(keep_newline, list):
+                rel = f if prefix == "." else os.path.join(prefix, f)
+                keep = any(fnmatch.fnmatch(rel, pat) for pat in keep_newline)
+            if contents.endswith(b"\n") and not keep:
+                contents = contents[:-1]
+            try:
+                node[f] = contents.decode("utf-8")
+            except UnicodeDecodeError:
+                node[f] = contents
+    return pillar
+
+
+def run_ext_pillar(request):
+    name = request.get("name")
+    args = request.get("args")
+    minion_id = request.get("minion_id", "")
+    timeout = request.get("cmd_timeout") or 30
+    if name in ("cmd_yaml", "cmd_json"):
+        command = args if isinstance(args, str) else (args[0] if isinstance(args, list) and args else None)
+        if isinstance(args, dict):
+            command = args.get("command")
+        if not isinstance(command, str):
+            raise RenderError("%s needs a command" % name)
+        output = _ext_command(command, minion_id, timeout)
+        try:
+            data = yaml.safe_load(output) if name == "cmd_yaml" else json.loads(output)
+        except Exception:
+            sys.stderr.write("%s: data from '%s' failed to parse\n" % (name, command))
+            return {}
+        return data if isinstance(data, dict) else {}
+    if name == "file_tree":
+        opts = args if isinstance(args, dict) else {}
+        root = opts.get("root_dir")
+        if not root or not os.path.isdir(root):
+            raise RenderError("file_tree: root_dir %r is not a directory" % root)
+        if opts.get("template"):
+            raise RenderError("file_tree: template is not supported by halite")
+        keep = opts.get("keep_newline", False)
+        result = {}
+        for group in request.get("nodegroups") or []:
+            gdir = os.path.join(root, "nodegroups", group)
+            if os.path.isdir(gdir):
+                dict_update(result, _file_tree(gdir, keep))
+        hdir = os.path.join(root, "hosts", minion_id)
+        if minion_id and "/" not in minion_id and os.path.isdir(hdir):
+            dict_update(result, _file_tree(hdir, keep))
+        return result
+    raise RenderError("Specified ext_pillar interface %s is unavailable" % name)
+
+
 def _default(obj):
     if isinstance(obj, (set, tuple)):
         return list(obj)
@@ -1096,6 +1175,15 @@ def handle(request):
             return {"ok": False, "error": str(exc)}
         except (OSError, UnicodeError) as exc:
             return {"ok": False, "error": "%s: %s" % (type(exc).__name__, exc)}
+        except Exception as exc:
+            return {"ok": False, "error": "%s: %s" % (type(exc).__name__, exc)}
+    if op == "ext_pillar":
+        try:
+            return {"ok": True, "data": run_ext_pillar(request)}
+        except RenderError as exc:
+            return {"ok": False, "error": str(exc)}
+        except subprocess.TimeoutExpired as exc:
+            return {"ok": False, "error": "command timed out: %s" % exc}
         except Exception as exc:
             return {"ok": False, "error": "%s: %s" % (type(exc).__name__, exc)}
     if op != "render":
