@@ -17,6 +17,7 @@ class MinionDataTest : public ::testing::Test {
   void SetUp() override {
     MasterSpec spec;
     spec.auto_accept = true;
+    spec.extra_yaml = "render_timeout_ms: 4000\nrender_processes: 2\n";
     master_ = std::make_unique<MasterUnderTest>(tmp_.path(), spec);
     const auto pillar = master_->dir() / "pillar";
     WriteFile(pillar / "top.sls",
@@ -139,6 +140,32 @@ TEST_F(MinionDataTest, JinjaPillarWithIncludesOverrideAndErrorsOverTheSocket) {
   EXPECT_TRUE(WaitFor([&] { return master_->Log().find("'no_such_variable' is undefined") != std::string::npos; },
                       std::chrono::seconds(10)))
       << master_->Log();
+}
+
+TEST_F(MinionDataTest, HostileTemplatesBecomeErrorsAndTheMasterKeepsServing) {
+  // A loop that never ends (killed at render_timeout_ms), output past render_max_output's
+  // default 16 MiB, unbounded recursion, /etc/shadow and ../ includes: each sls fails with
+  // Salt's _errors entry, the rest of the pillar is served, and the next request is answered.
+  const auto pillar = master_->dir() / "pillar";
+  WriteFile(pillar / "top.sls",
+            "base:\n  '*':\n    - common\n    - spin\n    - huge\n    - deep\n    - shadow\n    - up\n");
+  WriteFile(pillar / "spin.sls",
+            "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}a: 1\n");
+  WriteFile(pillar / "huge.sls", "a: {{ 'x' * 20000000 }}\n");
+  WriteFile(pillar / "deep.sls", "{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}a: {{ f(0) }}\n");
+  WriteFile(pillar / "shadow.sls", "a: \"{% include '/etc/shadow' %}\"\n");
+  WriteFile(pillar / "up.sls", "a: \"{% include '../../../../etc/passwd' %}\"\n");
+  nlohmann::json got = PillarOf("m9", wire::Value::EmptyMap());
+  nlohmann::json errors = nlohmann::json::array();
+  for (const char* sls : {"spin", "huge", "deep", "shadow", "up"}) {
+    errors.push_back(std::string("Rendering SLS '") + sls + "' failed. Please see master log for details.");
+  }
+  EXPECT_EQ(got, nlohmann::json({{"app", {{"name", "common"}, {"port", 80}}}, {"list", {1, 2}}, {"_errors", errors}}))
+      << got.dump();
+  EXPECT_TRUE(master_->Alive());
+  WriteFile(pillar / "top.sls", "base:\n  '*':\n    - common\n");
+  EXPECT_EQ(PillarOf("m10", wire::Value::EmptyMap()),
+            nlohmann::json::parse(R"({"app": {"name": "common", "port": 80}, "list": [1, 2]})"));
 }
 
 TEST_F(MinionDataTest, CheckNamesAnSlsThatDoesNotParse) {
