@@ -1,6 +1,8 @@
-// Target expressions: MatchTarget over every tgt type against a fixed grains map.
+// Target expressions: MatchTarget over every tgt type against a fixed grains map (also used
+// as the pillar) and a few nodegroups.
 // Input: byte 0 picks the type, byte 1 the options (bit 0 greedy, bit 1 grains unknown, bit 2
-// a list target as an array, bit 3 delimiter ","), then "<minion id>\n<expression>".
+// a list target as an array, bit 3 delimiter ",", bit 4 pillar unknown,
+// bit 5 no nodegroups), then "<minion id>\n<expression>".
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -13,8 +15,17 @@ namespace wire = halite::wire;
 
 namespace {
 
-constexpr std::string_view kTypes[] = {"glob",       "pcre",     "list", "grain",
-                                       "grain_pcre", "compound", "",     "nodegroup"};
+constexpr std::string_view kTypes[] = {"glob",        "pcre",         "list",   "grain",
+                                       "grain_pcre",  "compound",     "",       "nodegroup",
+                                       "pillar_pcre", "pillar_exact", "ipcidr", "pillar"};
+
+const wire::Nodegroups& Groups() {
+  static const wire::Nodegroups groups{{"web", {"web*"}},
+                                       {"dbs", {"db1", "db[2]"}},
+                                       {"both", {"N@web", "or", "N@dbs", "and", "G@os:Debian"}},
+                                       {"loop", {"N@loop"}}};
+  return groups;
+}
 
 const wire::Value& Grains() {
   static const wire::Value grains = wire::Value::MapOf({
@@ -60,6 +71,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   ctx.grains = (options & 2) ? nullptr : &Grains();
   ctx.greedy = (options & 1) != 0;
   ctx.delimiter = (options & 8) ? "," : ":";
+  ctx.pillar = (options & 16) ? nullptr : &Grains();
+  ctx.nodegroups = (options & 32) ? nullptr : &Groups();
   (void)wire::MatchTarget(tgt, type, ctx);
   (void)wire::GlobMatch(rest, id);
   return 0;

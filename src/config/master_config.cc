@@ -16,6 +16,39 @@ using internal::Quoted;
 constexpr std::int64_t kMaxMinutes = kMaxSeconds / 60;
 constexpr std::int64_t kMaxKeepJobsHours = kMaxSeconds / 3600;
 
+// nodegroups: name -> "compound expression" or [word, ...] (Salt accepts both).
+void ReadNodegroups(YamlMapReader& r, MasterConfig& c) {
+  YAML::Node node;
+  if (!r.ReadMap("nodegroups", node)) return;
+  for (const auto& item : node) {
+    const std::string name = item.first.Scalar();
+    const YAML::Node& def = item.second;
+    std::vector<std::string> words;
+    if (def.IsScalar()) {
+      std::string text = def.Scalar();
+      std::size_t pos = 0;
+      while ((pos = text.find_first_not_of(" \t\n", pos)) != std::string::npos) {
+        std::size_t end = std::min(text.find_first_of(" \t\n", pos), text.size());
+        words.push_back(text.substr(pos, end - pos));
+        pos = end;
+      }
+    } else if (def.IsSequence()) {
+      for (const auto& word : def) {
+        if (!word.IsScalar()) {
+          r.AddProblem("nodegroups." + name, "list items must be strings");
+          break;
+        }
+        words.push_back(word.Scalar());
+      }
+    } else {
+      r.AddProblem("nodegroups." + name, "must be a string or a list of strings");
+      continue;
+    }
+    if (words.empty()) r.AddProblem("nodegroups." + name, "must not be empty");
+    c.nodegroups[name] = std::move(words);
+  }
+}
+
 void ReadAll(YamlMapReader& r, MasterConfig& c) {
   if (!r.ReadString("id", c.id) || c.id.empty()) c.id = DefaultId();  // Salt: empty id = unset
   r.ReadString("interface", c.interface);
@@ -101,6 +134,7 @@ void ReadAll(YamlMapReader& r, MasterConfig& c) {
   r.ReadDuration("timeout", c.timeout, 1, kMaxSeconds);
   r.ReadDuration("gather_job_timeout", c.gather_job_timeout, 1, kMaxSeconds);
   r.ReadBool("presence_events", c.presence_events);
+  ReadNodegroups(r, c);
 
   r.ReadString("cluster_id", c.cluster_id);
   r.ReadStringList("cluster_peers", c.cluster_peers, /*allow_single=*/false);

@@ -1,10 +1,34 @@
 #include "halite/master/targeting.h"
 
 #include <algorithm>
+#include <cstring>
+#include <initializer_list>
 
 #include "halite/wire/target.h"
 
 namespace halite::master {
+
+namespace {
+
+bool IsDataTarget(const std::string& tgt_type, const std::string* expr, const char* prefixes,
+                  std::initializer_list<std::string_view> types) {
+  for (std::string_view t : types) {
+    if (tgt_type == t) return true;
+  }
+  if (tgt_type != "compound" || expr == nullptr) return false;
+  // A term "X@..." or "X<delim>@..." at the start or after a space or parenthesis.
+  for (std::size_t at = expr->find('@'); at != std::string::npos; at = expr->find('@', at + 1)) {
+    for (std::size_t back : {1, 2}) {
+      if (at < back) continue;
+      const std::size_t start = at - back;
+      if (std::strchr(prefixes, (*expr)[start]) == nullptr) continue;
+      if (start == 0 || std::strchr(" (", (*expr)[start - 1]) != nullptr) return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
 
 Result<Resolved> ResolveTargets(MasterContext& ctx, const wire::Value& tgt,
                                 const std::string& tgt_type, const std::string& delimiter,
@@ -12,12 +36,32 @@ Result<Resolved> ResolveTargets(MasterContext& ctx, const wire::Value& tgt,
   HALITE_ASSIGN_OR_RETURN(std::vector<std::string> accepted,
                           ctx.key_store->List(keys::KeyState::kAccepted));
   Resolved out;
-  bool needs_grains = tgt_type == "grain" || tgt_type == "grain_pcre" || tgt_type == "compound";
+  const wire::Nodegroups* nodegroups = ctx.config != nullptr ? &ctx.config->nodegroups : nullptr;
+  // Expand nodegroups once, not once per minion.
+  wire::Value expr = tgt;
+  std::string type = tgt_type;
+  if (const std::string* text = tgt.str();
+      text != nullptr && nodegroups != nullptr &&
+      (type == "nodegroup" || (type == "compound" && text->find("N@") != std::string::npos))) {
+    HALITE_ASSIGN_OR_RETURN(std::string expanded,
+                            type == "nodegroup"
+                                ? wire::ExpandNodegroup(*text, *nodegroups)
+                                : wire::ExpandCompoundNodegroups(*text, *nodegroups));
+    expr = wire::Value(std::move(expanded));
+    type = "compound";
+  }
+  const std::string* text = expr.str();
+  const bool needs_grains = IsDataTarget(type, text, "GPS", {"grain", "grain_pcre", "ipcidr"});
+  const bool needs_pillar =
+      IsDataTarget(type, text, "IJ", {"pillar", "pillar_pcre", "pillar_exact"});
   for (const auto& id : accepted) {
     std::optional<wire::Value> grains;
+    std::optional<wire::Value> pillar;
     if (needs_grains) grains = ctx.minion_data->Grains(id);
-    wire::TargetContext tc{id, grains ? &*grains : nullptr, greedy, delimiter};
-    HALITE_ASSIGN_OR_RETURN(bool matched, wire::MatchTarget(tgt, tgt_type, tc));
+    if (needs_pillar) pillar = ctx.minion_data->Pillar(id);
+    wire::TargetContext tc{id,        grains ? &*grains : nullptr, greedy,
+                           delimiter, pillar ? &*pillar : nullptr, nodegroups};
+    HALITE_ASSIGN_OR_RETURN(bool matched, wire::MatchTarget(expr, type, tc));
     if (matched) out.minions.push_back(id);
   }
   if (tgt_type == "list") {

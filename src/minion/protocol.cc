@@ -347,7 +347,8 @@ bool IsJobLoad(const Value& load) {
          load.Find("fun") != nullptr && load.Find("arg") != nullptr;
 }
 
-Result<bool> IsTargeted(const Value& load, std::string_view id, const Value* grains) {
+Result<bool> IsTargeted(const Value& load, std::string_view id, const Value* grains,
+                        const Value* pillar) {
   const Value* tgt = load.Find("tgt");
   if (tgt == nullptr) return Error::InvalidArgument("publish has no tgt");
   const std::string* type = load.FindStr("tgt_type");
@@ -355,6 +356,7 @@ Result<bool> IsTargeted(const Value& load, std::string_view id, const Value* gra
   wire::TargetContext ctx;
   ctx.id = id;
   ctx.grains = grains;
+  ctx.pillar = pillar;
   ctx.greedy = false;
   ctx.delimiter = (delimiter != nullptr && !delimiter->empty()) ? std::string_view(*delimiter)
                                                                 : std::string_view(":");
@@ -363,7 +365,8 @@ Result<bool> IsTargeted(const Value& load, std::string_view id, const Value* gra
 
 bool TargetNeedsGrains(const Value& load) {
   const std::string* type = load.FindStr("tgt_type");
-  return type != nullptr && (*type == "grain" || *type == "grain_pcre" || *type == "compound");
+  return type != nullptr &&
+         (*type == "grain" || *type == "grain_pcre" || *type == "ipcidr" || *type == "compound");
 }
 
 }  // namespace halite::minion

@@ -39,51 +39,21 @@ std::vector<std::string> SplitListImpl(const Value& tgt) {
   return out;
 }
 
-// Does `value` (a grain value) match `pattern`? Lists match if any element does; maps match
-// when the pattern names a key.
-Result<bool> ValueMatches(const Value& value, const std::string& pattern, bool regex) {
-  if (const Array* a = value.array()) {
-    for (const Value& e : *a) {
-      HALITE_ASSIGN_OR_RETURN(bool m, ValueMatches(e, pattern, regex));
-      if (m) return true;
-    }
-    return false;
+// A grain or pillar expression. Unknown data matches only a greedy (master-side) check.
+Result<bool> DataMatch(const std::string& expr, const Value* data, const TargetContext& ctx,
+                       std::string_view delimiter, SubdictMode mode, std::string_view what) {
+  if (data == nullptr) return ctx.greedy;
+  if (expr.find(delimiter) == std::string::npos) {
+    return Error::InvalidArgument(std::string(what) + " target '" + expr + "' has no '" +
+                                  std::string(delimiter) + "'");
   }
-  if (value.is_map()) return value.Find(pattern) != nullptr;
-  std::string text = ScalarToString(value);
-  if (regex) return RegexMatch(pattern, text);
-  return GlobMatch(pattern, text);
+  if (!data->is_map()) return false;
+  return SubdictMatch(*data, expr, delimiter, mode);
 }
 
-// Salt's subdict_match: try every split point of `expr` at the delimiter: the left part is a
-// key path into the grains, the right part the value pattern.
-Result<bool> GrainMatch(const std::string& expr, const TargetContext& ctx, bool regex) {
-  if (ctx.grains == nullptr || !ctx.grains->is_map()) return ctx.greedy;
-  const std::string delim(ctx.delimiter);
-  if (expr.find(delim) == std::string::npos) {
-    return Error::InvalidArgument("grain target '" + expr + "' has no '" + delim + "'");
-  }
-  std::size_t pos = expr.find(delim);
-  while (pos != std::string::npos) {
-    std::string key_path = expr.substr(0, pos);
-    std::string pattern = expr.substr(pos + delim.size());
-    const Value* node = ctx.grains;
-    std::size_t start = 0;
-    while (node != nullptr) {
-      std::size_t next = key_path.find(delim, start);
-      std::string key =
-          key_path.substr(start, next == std::string::npos ? std::string::npos : next - start);
-      node = node->Find(key);
-      if (next == std::string::npos) break;
-      start = next + delim.size();
-    }
-    if (node != nullptr) {
-      HALITE_ASSIGN_OR_RETURN(bool m, ValueMatches(*node, pattern, regex));
-      if (m) return true;
-    }
-    pos = expr.find(delim, pos + delim.size());
-  }
-  return false;
+Result<bool> IpCidr(const std::string& expr, const TargetContext& ctx) {
+  if (ctx.grains == nullptr) return ctx.greedy;
+  return IpCidrMatch(expr, *ctx.grains);
 }
 
 // Compound: tokens separated by spaces; Python precedence not > and > or.
@@ -180,13 +150,28 @@ class CompoundParser {
     if (t == "and" || t == "or" || t == ")") {
       return Error::InvalidArgument("unexpected '" + t + "' in compound target");
     }
+    // "X@pattern", or "X<delimiter>@pattern" for the data matchers (Salt's TARGET_REX).
+    std::string_view delimiter = ctx_.delimiter;
+    std::size_t at = std::string::npos;
     if (t.size() > 2 && t[1] == '@') {
-      std::string rest = t.substr(2);
+      at = 1;
+    } else if (t.size() > 3 && t[2] == '@' && std::string_view("GPIJ").find(t[0]) != t.npos) {
+      at = 2;
+      delimiter = std::string_view(t).substr(1, 1);
+    }
+    if (at != std::string::npos) {
+      std::string rest = t.substr(at + 1);
       switch (t[0]) {
         case 'G':
-          return GrainMatch(rest, ctx_, false);
+          return DataMatch(rest, ctx_.grains, ctx_, delimiter, SubdictMode::kGlob, "grain");
         case 'P':
-          return GrainMatch(rest, ctx_, true);
+          return DataMatch(rest, ctx_.grains, ctx_, delimiter, SubdictMode::kRegex, "grain");
+        case 'I':
+          return DataMatch(rest, ctx_.pillar, ctx_, delimiter, SubdictMode::kGlob, "pillar");
+        case 'J':
+          return DataMatch(rest, ctx_.pillar, ctx_, delimiter, SubdictMode::kRegex, "pillar");
+        case 'S':
+          return IpCidr(rest, ctx_);
         case 'E':
           return RegexMatch(rest, ctx_.id);
         case 'L': {
@@ -195,15 +180,13 @@ class CompoundParser {
           }
           return false;
         }
-        case 'I':
-        case 'J':
-        case 'S':
-        case 'R':
         case 'N':
-          return Error::InvalidArgument(std::string("compound matcher '") + t[0] +
-                                        "@' is not supported by halite yet");
+          return Error::InvalidArgument("nodegroup term '" + t +
+                                        "' must stand alone, separated by spaces");
+        case 'R':
+          return Error::InvalidArgument("compound matcher 'R@' (range) is not supported");
         default:
-          return Error::InvalidArgument("unknown compound matcher '" + t.substr(0, 2) + "'");
+          return Error::InvalidArgument("unknown compound matcher '" + t.substr(0, at + 1) + "'");
       }
     }
     return GlobMatch(t, ctx_.id);
@@ -288,16 +271,42 @@ Result<bool> MatchTarget(const Value& tgt, std::string_view tgt_type, const Targ
   }
   if (tgt_type == "grain" || tgt_type == "grain_pcre") {
     if (!text) return Error::InvalidArgument("grain target must be a string");
-    return GrainMatch(*text, ctx, tgt_type == "grain_pcre");
+    return DataMatch(*text, ctx.grains, ctx, ctx.delimiter,
+                     tgt_type == "grain" ? SubdictMode::kGlob : SubdictMode::kRegex, "grain");
   }
-  if (tgt_type == "compound") {
-    if (!text) return Error::InvalidArgument("compound target must be a string");
+  if (tgt_type == "pillar" || tgt_type == "pillar_pcre" || tgt_type == "pillar_exact") {
+    if (!text) return Error::InvalidArgument("pillar target must be a string");
+    const SubdictMode mode = tgt_type == "pillar"        ? SubdictMode::kGlob
+                             : tgt_type == "pillar_pcre" ? SubdictMode::kRegex
+                                                         : SubdictMode::kExact;
+    return DataMatch(*text, ctx.pillar, ctx, ctx.delimiter, mode, "pillar");
+  }
+  if (tgt_type == "ipcidr") {
+    if (!text) return Error::InvalidArgument("ipcidr target must be a string");
+    return IpCidr(*text, ctx);
+  }
+  if (tgt_type == "nodegroup" || tgt_type == "compound") {
+    if (!text) return Error::InvalidArgument(std::string(tgt_type) + " target must be a string");
     if (text->size() > kMaxCompoundBytes) {
-      return Error::ResourceExhausted("compound target of " + std::to_string(text->size()) +
-                                      " bytes exceeds the limit of " +
-                                      std::to_string(kMaxCompoundBytes));
+      return Error::ResourceExhausted(
+          std::string(tgt_type) + " target of " + std::to_string(text->size()) +
+          " bytes exceeds the limit of " + std::to_string(kMaxCompoundBytes));
     }
-    return CompoundParser(TokenizeCompoundCached(*text), ctx).Parse();
+    std::string expanded;
+    const std::string* expr = text;
+    if (tgt_type == "nodegroup" || text->find("N@") != std::string::npos) {
+      static const Nodegroups kNone;
+      const Nodegroups& groups = ctx.nodegroups != nullptr ? *ctx.nodegroups : kNone;
+      HALITE_ASSIGN_OR_RETURN(expanded, tgt_type == "nodegroup"
+                                            ? ExpandNodegroup(*text, groups)
+                                            : ExpandCompoundNodegroups(*text, groups));
+      if (expanded.size() > kMaxCompoundBytes) {
+        return Error::ResourceExhausted("nodegroup expansion exceeds " +
+                                        std::to_string(kMaxCompoundBytes) + " bytes");
+      }
+      expr = &expanded;
+    }
+    return CompoundParser(TokenizeCompoundCached(*expr), ctx).Parse();
   }
   return Error::InvalidArgument("unsupported target type '" + std::string(tgt_type) + "'");
 }

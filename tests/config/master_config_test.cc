@@ -287,6 +287,22 @@ TEST(MasterConfigTest, KeepJobsIsIgnoredWhenKeepJobsSecondsIsSet) {
   EXPECT_THAT(loaded.warnings, ElementsAre(HasSubstr("keep_jobs: ignored")));
 }
 
+TEST(MasterConfigTest, NodegroupsTakeStringAndListForms) {
+  const Loaded<MasterConfig> loaded = ParseOk(R"(
+nodegroups:
+  web: 'G@os:Debian and  web*'
+  dbs: [db1, db2]
+  all: N@web or N@dbs
+)");
+  using Words = std::vector<std::string>;
+  EXPECT_EQ(loaded.config.nodegroups.at("web"), (Words{"G@os:Debian", "and", "web*"}));
+  EXPECT_EQ(loaded.config.nodegroups.at("dbs"), (Words{"db1", "db2"}));
+  EXPECT_EQ(loaded.config.nodegroups.at("all"), (Words{"N@web", "or", "N@dbs"}));
+  EXPECT_TRUE(loaded.warnings.empty());
+  EXPECT_THAT(Lines(ParseError("nodegroups:\n  bad: {a: 1}\n").message),
+              ElementsAre("nodegroups.bad: must be a string or a list of strings"));
+}
+
 TEST(MasterConfigTest, FiveInvalidValuesAreReportedTogether) {
   const Error error = ParseError(R"(
 publish_port: 0

@@ -114,6 +114,9 @@ struct MasterConfig {
   std::chrono::seconds timeout{5};
   std::chrono::seconds gather_job_timeout{10};
   bool presence_events = false;
+  // Salt's `nodegroups:` as words: a string definition split at whitespace, a list item by
+  // item (wire::Nodegroups; expanded by wire::ExpandNodegroup).
+  std::map<std::string, std::vector<std::string>> nodegroups;
 
   // --- Cluster (Salt 3007). ---
   std::string cluster_id;                  // empty: not a cluster

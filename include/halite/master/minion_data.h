@@ -27,6 +27,9 @@ class MinionData {
   Status Store(std::string_view id, const wire::Value& grains, const wire::Value& pillar);
   // The cached grains of `id`, or nullopt when none were stored (or the file is unreadable).
   std::optional<wire::Value> Grains(std::string_view id);
+  // The cached pillar of `id` ({} when data.p holds none), or nullopt when no data was stored
+  // (or the file is unreadable). Read from disk on each call (minion_data_pillar.cc).
+  std::optional<wire::Value> Pillar(std::string_view id);
   Status Remove(std::string_view id);
 
   // The mine (salt-wire 6.2): <cachedir>/minions/<id>/mine.p = msgpack-bin {fun: data}.

@@ -156,7 +156,9 @@ bool IsJobLoad(const wire::Value& load);
 // Whether the publish load targets this minion (tgt_type default glob, delimiter default ':').
 // `grains` may be null when only id matching is needed; grain targets then do not match.
 // Error::InvalidArgument for an unsupported target type or malformed expression.
-Result<bool> IsTargeted(const wire::Value& load, std::string_view id, const wire::Value* grains);
+// `pillar`: the minion's pillar for I@/J@ targets, or nullptr (those never match).
+Result<bool> IsTargeted(const wire::Value& load, std::string_view id, const wire::Value* grains,
+                        const wire::Value* pillar = nullptr);
 // True when the target type needs the grains map.
 bool TargetNeedsGrains(const wire::Value& load);
 

@@ -1,8 +1,11 @@
-// Salt's target matchers (salt-wire.md 7.2, 7.3): glob, pcre, list, grain, grain_pcre and
-// compound (and / or / not / parentheses over G@ P@ E@ L@ and plain globs). Used by the
-// master to resolve whom to wait for and by the minion to decide whether a job is its own.
+// Salt's target matchers (salt-wire.md 7.2, 7.3): glob, pcre, list, grain, grain_pcre,
+// pillar, pillar_pcre, pillar_exact, ipcidr, nodegroup and compound (and / or / not /
+// parentheses over G@ P@ I@ J@ S@ E@ L@ N@ and plain globs). Used by the master to resolve
+// whom to wait for (publish, mine_get, pillar top) and by the minion to decide whether a job
+// is its own. Pure functions of their arguments; thread-safe.
 #pragma once
 
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -13,6 +16,10 @@
 
 namespace halite::wire {
 
+// The master config's `nodegroups:`: name -> the words of its definition (a string split at
+// whitespace, a list item by item), which is how Salt's nodegroup_comp reads either form.
+using Nodegroups = std::map<std::string, std::vector<std::string>>;
+
 struct TargetContext {
   std::string_view id;
   // The minion's grains map, or nullptr when unknown. With `greedy` (the master's view), a
@@ -20,6 +27,11 @@ struct TargetContext {
   const Value* grains = nullptr;
   bool greedy = false;
   std::string_view delimiter = ":";
+  // The minion's pillar, or nullptr when unknown; `greedy` applies as for grains.
+  const Value* pillar = nullptr;
+  // For tgt_type "nodegroup" and N@ terms; nullptr: none configured (a minion's view: Salt's
+  // client expands nodegroups before publishing, see ExpandCompoundNodegroups).
+  const Nodegroups* nodegroups = nullptr;
 };
 
 // Limits on a compound expression, checked before it is evaluated.
@@ -35,6 +47,30 @@ inline constexpr std::size_t kMaxCompoundNesting = 100;  // '(' and 'not' that e
 // many minions compiles it once. A grain or id longer than RegexLimits::max_text_bytes
 // (64 KiB) does not match a regex.
 Result<bool> MatchTarget(const Value& tgt, std::string_view tgt_type, const TargetContext& ctx);
+
+// Salt's nodegroup_comp + the client's join: the compound expression nodegroup `name` stands
+// for. Nested N@ terms are expanded in parentheses; a definition with no operator, no '*' and
+// no matcher prefix becomes "L@a,b" (or "E@..." when a word holds a regex character).
+// Error::InvalidArgument for an unknown nodegroup, one that includes itself or an empty one
+// (Salt logs these and drops the term, which silently widens or narrows the target).
+Result<std::string> ExpandNodegroup(std::string_view name, const Nodegroups& nodegroups);
+// A compound expression with every whitespace-separated "N@name" word replaced by its
+// expansion, as Salt's LocalClient does before publishing so that minions need no nodegroups.
+Result<std::string> ExpandCompoundNodegroups(std::string_view expr, const Nodegroups& nodegroups);
+
+enum class SubdictMode { kGlob, kRegex, kExact };
+// Salt's subdict_match on grains or pillar: `expr` is "key:sub:...:pattern"; every split at
+// the delimiter is tried (the deepest key first), lists match when a member does, a map
+// matches when the pattern names one of its keys ("*" for any). Values and patterns compare
+// lowercased, as Salt's do. False when `expr` has no delimiter. Errors as MatchTarget's (a bad
+// regex, a regex over its match limit).
+Result<bool> SubdictMatch(const Value& data, std::string_view expr, std::string_view delimiter,
+                          SubdictMode mode);
+
+// Salt's ipcidr matcher: `tgt` is an address (matches when the `ipv4` or `ipv6` grain list
+// holds it) or a network "addr/prefix" or "addr/netmask" without host bits (matches when any
+// address in that grain is inside). An invalid target matches nothing, as in Salt.
+bool IpCidrMatch(std::string_view tgt, const Value& grains);
 
 // The ids of a list target: a list of strings, or one comma-separated string (items trimmed).
 std::vector<std::string> TargetListItems(const Value& tgt);
