@@ -82,7 +82,7 @@ PYEOF
   done
   kill_pidfiles_parallel "$S"/pids/minion-*
   kill_pidfile "$S/pids/master"
-  grep -E '\[(ERROR|CRITICAL) *\]' "$S/master/root/log/master" | sed -E 's/^[0-9-]+ [0-9:,]+ //; s/\[[0-9]+\]$//' \
+  grep -E '\[(ERROR|CRITICAL) *\]' "$S/master/root/log/master" | grep -v 'asyncio' | sed -E 's/^[0-9-]+ [0-9:,]+ //; s/\]\[[0-9]+\] /] /' \
     | sed "s#$tree/#<tree>/#g" | sort -u > "$tree/expected/master-errors.log"
   [ -s "$tree/expected/master-errors.log" ] || rm -f "$tree/expected/master-errors.log"
 }
