@@ -1,0 +1,6 @@
+# relative includes from an init.sls resolve against the package (app.db, app.web)
+include:
+  - .db
+  - .web
+app:
+  init: True

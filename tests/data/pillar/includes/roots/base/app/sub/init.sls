@@ -1,0 +1,2 @@
+app_sub:
+  sls: {{ sls }}

@@ -1,0 +1,2 @@
+include: common
+bad_include_form: True

@@ -1,0 +1,3 @@
+include:
+  - cyc_b
+cyc_a: True

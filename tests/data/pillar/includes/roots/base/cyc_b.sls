@@ -1,0 +1,3 @@
+include:
+  - cyc_a
+cyc_b: True

@@ -1,0 +1,1 @@
+toplevel_db: True

@@ -1,0 +1,2 @@
+globbed:
+  one: True

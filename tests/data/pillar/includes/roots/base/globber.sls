@@ -1,0 +1,3 @@
+include:
+  - 'glob.*'
+globber: True

@@ -1,0 +1,1 @@
+toplevel_helper: True

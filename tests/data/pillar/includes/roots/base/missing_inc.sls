@@ -1,0 +1,3 @@
+include:
+  - nosuch
+missing_inc: True

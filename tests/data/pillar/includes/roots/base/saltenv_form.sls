@@ -1,0 +1,3 @@
+include:
+  - 'dev:devstuff'
+saltenv_form: True

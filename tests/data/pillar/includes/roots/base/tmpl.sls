@@ -1,0 +1,4 @@
+tmpl:
+  port: {{ port }}
+  name: {{ name }}
+  port_is_number: {{ port is number }}

@@ -1,0 +1,3 @@
+tmpl2:
+  name: {{ name }}
+  port: {{ port | default('noport') }}

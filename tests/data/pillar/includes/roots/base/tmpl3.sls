@@ -1,0 +1,2 @@
+tmpl3:
+  sls: {{ sls }}

@@ -1,0 +1,9 @@
+base:
+  '*':
+    - vars
+    - control
+    - filters
+    - hashes
+    - app
+    - app.deep
+    - seen

@@ -1,0 +1,7 @@
+base:
+  '*':
+    - apache
+    - apache.relative
+    - apache.sub.deeper
+    - loaders
+    - fragments

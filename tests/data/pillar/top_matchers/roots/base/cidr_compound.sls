@@ -1,0 +1,2 @@
+hit:
+  cidr_compound: True

@@ -1,0 +1,2 @@
+hit:
+  cidr_single: True

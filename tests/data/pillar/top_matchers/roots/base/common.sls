@@ -1,0 +1,4 @@
+common:
+  flag: True
+hit:
+  common: True

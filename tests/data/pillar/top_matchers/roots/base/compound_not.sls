@@ -1,0 +1,2 @@
+hit:
+  compound_not: True

@@ -1,0 +1,2 @@
+hit:
+  compound_pcre: True

@@ -1,0 +1,3 @@
+base:
+  'web02':
+    - from_extra_top

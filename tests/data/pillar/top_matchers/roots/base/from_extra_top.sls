@@ -1,0 +1,2 @@
+hit:
+  from_extra_top: True

@@ -1,0 +1,2 @@
+hit:
+  glob_web: True

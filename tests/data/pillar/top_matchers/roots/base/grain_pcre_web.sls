@@ -1,0 +1,2 @@
+hit:
+  grain_pcre_web: True

@@ -1,0 +1,2 @@
+hit:
+  grain_redhat: True

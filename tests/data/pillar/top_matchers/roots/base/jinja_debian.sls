@@ -1,0 +1,2 @@
+hit:
+  jinja_debian: True

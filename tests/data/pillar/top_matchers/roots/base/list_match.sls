@@ -1,0 +1,2 @@
+hit:
+  list_match: True

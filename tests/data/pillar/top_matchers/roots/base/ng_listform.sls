@@ -1,0 +1,2 @@
+hit:
+  ng_listform: True

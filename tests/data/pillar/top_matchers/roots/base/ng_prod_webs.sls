@@ -1,0 +1,2 @@
+hit:
+  ng_prod_webs: True

@@ -1,0 +1,2 @@
+hit:
+  ng_webs: True

@@ -1,0 +1,3 @@
+winner: early
+hit:
+  ordered_early: True

@@ -1,0 +1,3 @@
+winner: late
+hit:
+  ordered_late: True

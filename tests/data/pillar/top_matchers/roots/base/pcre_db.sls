@@ -1,0 +1,2 @@
+hit:
+  pcre_db: True

@@ -1,0 +1,2 @@
+hit:
+  pillar_compound: True

@@ -1,0 +1,2 @@
+users:
+  bob: {uid: 1002}

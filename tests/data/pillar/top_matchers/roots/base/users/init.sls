@@ -1,0 +1,2 @@
+users:
+  carol: {uid: 1003}
