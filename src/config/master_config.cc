@@ -122,7 +122,6 @@ void ReadAll(YamlMapReader& r, MasterConfig& c) {
   r.ReadMap("jinja_sls_env", c.jinja_sls_env);
   r.ReadBool("allow_undefined", c.allow_undefined);
   r.ReadString("gpg_keydir", c.gpg_keydir);
-  r.ReadMap("nodegroups", c.pillar_nodegroups);
   r.ReadBool("pillar_allow_cmd_run", c.pillar_allow_cmd_run);
   r.ReadSequence("ext_pillar", c.ext_pillar);
   r.ReadBool("ext_pillar_first", c.ext_pillar_first);

@@ -45,7 +45,7 @@ pillar::PillarSettings PillarSettingsFrom(const config::MasterConfig& c) {
   s.safe_render_error = c.pillar_safe_render_error;
   s.pillarenv = c.pillarenv;
   s.pillarenv_from_saltenv = c.pillarenv_from_saltenv;
-  s.nodegroups = master::YamlNodeToValue(c.pillar_nodegroups);
+  s.nodegroups = c.nodegroups;
   s.ext_pillar = master::YamlNodeToValue(c.ext_pillar);
   s.ext_pillar_first = c.ext_pillar_first;
   wire::Value opts = wire::Value::EmptyMap();

@@ -173,6 +173,7 @@ class Compilation {
   wire::Value Context(const wire::Value* defaults) const {
     wire::Value opts = s_.opts.is_map() ? s_.opts : wire::Value::EmptyMap();
     opts.Set("id", req_.id);
+    opts.Set("minion_id", req_.id);
     opts.Set("saltenv", req_.saltenv.empty() ? wire::Value() : wire::Value(req_.saltenv));
     opts.Set("pillarenv", pillarenv_.empty() ? wire::Value() : wire::Value(pillarenv_));
     opts.Set("grains", req_.grains);
@@ -380,15 +381,12 @@ class Compilation {
   }
 
   bool Confirm(const std::string& target, const wire::Value& data) const {
-    std::string matcher = MatcherOf(data);
-    if (matcher == "nodegroup") {
-      const wire::Value* group = s_.nodegroups.is_map() ? s_.nodegroups.Find(target) : nullptr;
-      if (!group) return false;
-      wire::TargetContext ctx{req_.id, &req_.grains, false, ":"};
-      auto r = wire::MatchTarget(*group, group->is_array() ? "list" : "compound", ctx);
-      return r.ok() && *r;
-    }
-    wire::TargetContext ctx{req_.id, &req_.grains, false, ":"};
+    const std::string matcher = MatcherOf(data);
+    wire::TargetContext ctx;
+    ctx.id = req_.id;
+    ctx.grains = &req_.grains;
+    ctx.pillar = &template_pillar_;
+    ctx.nodegroups = &s_.nodegroups;
     auto r = wire::MatchTarget(wire::Value(target), matcher, ctx);
     if (!r.ok()) {
       spdlog::warn("pillar top for {}: target '{}' ({}): {}", req_.id, target, matcher, r.error().message);
@@ -614,10 +612,9 @@ class Compilation {
     }
     if (!override_.map()->empty()) pillar = MergeData(pillar, override_);
     std::vector<std::string> groups;
-    if (s_.nodegroups.is_map()) {
-      for (const auto& [name, _] : *s_.nodegroups.map()) {
-        const std::string n = ToText(name);
-        if (Confirm(n, wire::Value(wire::Array{wire::Value::MapOf({{"match", "nodegroup"}})}))) groups.push_back(n);
+    for (const auto& [name, _] : s_.nodegroups) {
+      if (Confirm(name, wire::Value(wire::Array{wire::Value::MapOf({{"match", "nodegroup"}})}))) {
+        groups.push_back(name);
       }
     }
     for (const auto& run : *runs) {

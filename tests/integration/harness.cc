@@ -187,7 +187,9 @@ MasterUnderTest::MasterUnderTest(const std::filesystem::path& root, MasterSpec s
     << "health_port: " << spec_.health_port << "\n"
     << "loop_interval: 1\n"
     << "auto_accept: " << (spec_.auto_accept ? "true" : "false") << "\n"
-    << "pillar_roots:\n  base: [" << (dir_ / "pillar").string() << "]\n"
+    << "pillar_roots:\n"
+    << (spec_.pillar_roots.empty() ? "  base: [" + (dir_ / "pillar").string() + "]\n"
+                                   : spec_.pillar_roots)
     << "file_roots:\n"
     << (spec_.file_roots.empty() ? "  base: [" + (dir_ / "states").string() + "]\n"
                                  : spec_.file_roots)

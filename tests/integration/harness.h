@@ -94,6 +94,8 @@ struct MasterSpec {
   int health_port = 0;
   // The YAML map under file_roots (indented two spaces); empty: base: [<dir>/states].
   std::string file_roots;
+  // The same for pillar_roots; empty: base: [<dir>/pillar].
+  std::string pillar_roots;
 };
 
 // One halite-master with its own dirs under `root`.

@@ -159,7 +159,7 @@ TEST_F(CompilerTest, OverrideIsMergedLastAndEnvironmentsAreSelected) {
 TEST_F(CompilerTest, NodegroupMatcher) {
   tree_.Write("top.sls", "base:\n  webs:\n    - match: nodegroup\n    - web\n");
   tree_.Write("web.sls", "web: true\n");
-  settings_.nodegroups = wire::Value::MapOf({{"webs", "L@web1,web2 or G@role:web"}});
+  settings_.nodegroups = {{"webs", {"L@web1,web2", "or", "G@role:web"}}};
   EXPECT_EQ(Compile("web2"), nlohmann::json::parse(R"({"web": true})"));
   EXPECT_EQ(Compile("x", wire::Value::MapOf({{"role", "web"}})), nlohmann::json::parse(R"({"web": true})"));
   EXPECT_EQ(Compile("db1"), nlohmann::json::parse(R"({})"));

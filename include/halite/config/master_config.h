@@ -99,7 +99,6 @@ struct MasterConfig {
   YAML::Node jinja_sls_env{YAML::NodeType::Map};  // ... for sls files
   bool allow_undefined = false;                   // false: StrictUndefined, as Salt
   std::string gpg_keydir;                         // Salt's default is <config_dir>/gpgkeys
-  YAML::Node pillar_nodegroups{YAML::NodeType::Map};  // `nodegroups:`, for `match: nodegroup`
   // halite's own: salt['cmd.run'] in a pillar template runs a command on the master (Salt
   // allows it always; halite only when asked).
   bool pillar_allow_cmd_run = false;

@@ -14,6 +14,7 @@
 #include "halite/common/result.h"
 #include "halite/render/renderer.h"
 #include "halite/wire/msgpack.h"
+#include "halite/wire/target.h"
 
 namespace halite::pillar {
 
@@ -29,7 +30,7 @@ struct PillarSettings {
   bool safe_render_error = true;                   // pillar_safe_render_error
   std::string pillarenv;                           // empty: every environment
   bool pillarenv_from_saltenv = false;
-  wire::Value nodegroups;                          // for `match: nodegroup`
+  wire::Nodegroups nodegroups;                     // for `match: nodegroup` and N@
   wire::Value opts;                                // extra keys for the templates' `opts`
   wire::Value ext_pillar;                          // Salt's list of {name: args}; nil: none
   bool ext_pillar_first = false;

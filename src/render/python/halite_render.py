@@ -32,6 +32,7 @@ import struct
 import subprocess
 import sys
 import traceback
+import uuid
 
 import jinja2
 import jinja2.ext
@@ -437,20 +438,107 @@ def _skip(_data):
     return ""
 
 
+def _unique(values):
+    if isinstance(values, collections.abc.Hashable):
+        return set(values)
+    out = []
+    for v in values:
+        if v not in out:
+            out.append(v)
+    return out
+
+
+def _both_hashable(a, b):
+    return isinstance(a, collections.abc.Hashable) and isinstance(b, collections.abc.Hashable)
+
+
 def _union(a, b):
-    return list(a) + [x for x in b if x not in a] if not isinstance(a, set) else a | set(b)
+    return set(a) | set(b) if _both_hashable(a, b) else _unique(list(a) + list(b))
 
 
 def _intersect(a, b):
-    return [x for x in a if x in b]
+    return set(a) & set(b) if _both_hashable(a, b) else _unique([x for x in a if x in b])
 
 
 def _difference(a, b):
-    return [x for x in a if x not in b]
+    return set(a) - set(b) if _both_hashable(a, b) else _unique([x for x in a if x not in b])
 
 
 def _symmetric_difference(a, b):
-    return [x for x in a if x not in b] + [x for x in b if x not in a]
+    if _both_hashable(a, b):
+        return set(a) ^ set(b)
+    return _unique(_difference(a, b) + _difference(b, a))
+
+
+def _to_num(text):
+    try:
+        return int(text)
+    except (TypeError, ValueError):
+        try:
+            return float(text)
+        except (TypeError, ValueError):
+            return text
+
+
+def _avg(lst):
+    if not isinstance(lst, collections.abc.Hashable):
+        return float(sum(lst) / len(lst))
+    return float(lst)
+
+
+def _flatten(data, levels=None, preserve_nulls=False):
+    out = []
+    for element in data:
+        if not preserve_nulls and element in (None, "None", "null"):
+            continue
+        if isinstance(element, list) and (levels is None or levels > 0):
+            out.extend(_flatten(element, None if levels is None else levels - 1, preserve_nulls))
+        else:
+            out.append(element)
+    return out
+
+
+def _is_hex(value):
+    try:
+        int(value, 16)
+        return True
+    except (TypeError, ValueError):
+        return False
+
+
+def _sample(value, size, seed=None):
+    rng = random.Random(hash(seed)) if seed is not None else random
+    return rng.sample(value, size)
+
+
+def _ip_kind(value, version=None):
+    import ipaddress
+
+    try:
+        ip = ipaddress.ip_address(value)
+    except ValueError:
+        return False
+    return version is None or ip.version == version
+
+
+_GLOBAL_UUID = uuid.UUID("91633EBF-1C86-5E33-935A-28061F4B480E")
+
+
+def _camel(text, uppercamel=False):
+    words = str(text).split("_")
+    first = words[0].capitalize() if uppercamel else words[0]
+    return first + "".join(w.capitalize() for w in words[1:])
+
+
+def _method_call(obj, name, *args, **kwargs):
+    # Salt calls any attribute; a name with '_' would walk out of the sandbox, so it is refused.
+    if not isinstance(name, str) or name.startswith("_"):
+        raise jinja2.exceptions.SecurityError("method_call of %r is not allowed" % (name,))
+    return getattr(obj, name, lambda *a, **k: None)(*args, **kwargs)
+
+
+def _snake(text):
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", str(text)).lower()
 
 
 SALT_FILTERS = {
@@ -483,6 +571,30 @@ SALT_FILTERS = {
     "strftime": _strftime,
     "date_format": _strftime,
     "traverse": traverse,
+    "unique": _unique,
+    "to_num": _to_num,
+    "str_to_num": _to_num,
+    "avg": _avg,
+    "min": lambda obj: min(obj),
+    "max": lambda obj: max(obj),
+    "flatten": _flatten,
+    "is_iter": lambda thing, ignore=(str,): (not (ignore and isinstance(thing, ignore)))
+    and isinstance(thing, collections.abc.Iterable),
+    "sorted_ignorecase": lambda to_sort: sorted(to_sort, key=lambda x: x.lower()),
+    "substring_in_list": lambda needle, haystack: any(needle in x for x in haystack),
+    "exactly_n_true": lambda it, amount=1: amount == sum(1 for x in it if x),
+    "exactly_one_true": lambda it: 1 == sum(1 for x in it if x),
+    "contains_whitespace": lambda text: any(c.isspace() for c in text),
+    "is_hex": _is_hex,
+    "uuid": lambda val: str(uuid.uuid5(_GLOBAL_UUID, str(val))),
+    "random_sample": _sample,
+    "random_shuffle": lambda value, seed=None: _sample(value, len(value), seed),
+    "to_snake_case": _snake,
+    "to_camelcase": _camel,
+    "is_ip": lambda v: _ip_kind(v),
+    "is_ipv4": lambda v: _ip_kind(v, 4),
+    "is_ipv6": lambda v: _ip_kind(v, 6),
+    "method_call": lambda obj, name, *a, **k: _method_call(obj, name, *a, **k),
     "union": _union,
     "intersect": _intersect,
     "difference": _difference,
