@@ -4,6 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -21,14 +24,14 @@ nlohmann::json Json(const char* text) { return nlohmann::json::parse(text); }
 class PoolTest : public ::testing::Test {
  protected:
   std::unique_ptr<Renderer> Pool(int processes = 1, std::chrono::milliseconds timeout = std::chrono::seconds(20),
-                                 std::size_t max_output = 1u << 20) {
+                                 std::size_t max_output = 1u << 20, RenderSettings settings = {}) {
     PoolOptions o;
     o.program = testing_support::RendererProgram();
     o.processes = processes;
     o.timeout = timeout;
     o.max_output_bytes = max_output;
     o.allow_test_ops = true;
-    return MakeProcessPool(o, RenderSettings{});
+    return MakeProcessPool(o, std::move(settings));
   }
 
   Result<wire::Value> Render(Renderer& r, const std::string& rel, const std::string& sls,
@@ -185,6 +188,52 @@ TEST_F(PoolTest, ConcurrentCallersShareAFewRenderers) {
   for (auto& th : threads) th.join();
   EXPECT_EQ(good.load(), 60);
   EXPECT_LE(StatsOf(*pool).spawns, 2u);
+}
+
+TEST_F(PoolTest, PyFilesRunWithSaltsDunders) {
+  tree_.Write("gen.sls",
+              "#!py\n"
+              "def run():\n"
+              "    return {'id': __grains__['id'], 'sls': __sls__,\n"
+              "            'role': __salt__['grains.get']('role', 'none'), 'n': [i * i for i in range(3)]}\n");
+  tree_.Write("norun.sls", "#!py\nx = 1\n");
+  auto pool = Pool();
+  auto v = Render(*pool, "gen.sls", "gen", wire::Value::MapOf({{"id", "m1"}, {"role", "db"}}));
+  ASSERT_TRUE(v.ok()) << v.error().ToString();
+  EXPECT_EQ(Json(*v), Json(R"({"id": "m1", "sls": "gen", "role": "db", "n": [0, 1, 4]})"));
+  auto n = Render(*pool, "norun.sls", "norun");
+  ASSERT_FALSE(n.ok());
+  EXPECT_NE(n.error().message.find("no run() function"), std::string::npos) << n.error().message;
+}
+
+TEST_F(PoolTest, GpgBlocksAreDecryptedWithTheKeydir) {
+  // A real key in a throwaway keyring (gpg from Debian), a secret encrypted to it, an sls with
+  // `#!yaml|gpg` that holds the armored block.
+  const std::string keydir = tree_.Root("gpgkeys");
+  std::filesystem::create_directories(keydir);
+  std::filesystem::permissions(keydir, std::filesystem::perms::owner_all);
+  const std::string gpg = "gpg --batch --homedir " + keydir + " --pinentry-mode loopback --passphrase ''";
+  ASSERT_EQ(std::system((gpg + " --quick-gen-key 'halite test' future-default default never 2>/dev/null").c_str()), 0);
+  const std::string armored = tree_.Root("secret.asc");
+  ASSERT_EQ(std::system(("printf 'hunter2' | " + gpg + " --trust-model always -ea -r 'halite test' > " + armored +
+                         " 2>/dev/null").c_str()),
+            0);
+  std::ifstream in(armored);
+  std::string block((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string indented;
+  for (char c : block) indented += (c == '\n') ? std::string("\n  ") : std::string(1, c);
+  tree_.Write("secret.sls", "#!yaml|gpg\npassword: |\n  " + indented + "\nplain: visible\n");
+  RenderSettings settings;
+  settings.gpg_keydir = keydir;
+  auto pool = Pool(1, std::chrono::seconds(30), 1u << 20, settings);
+  auto v = Render(*pool, "secret.sls", "secret");
+  ASSERT_TRUE(v.ok()) << v.error().ToString();
+  EXPECT_EQ(Json(*v), Json(R"({"password": "hunter2", "plain": "visible"})"));
+  // Without a keydir the block is an error, never served encrypted-as-plain by accident.
+  auto none = Render(*Pool(), "secret.sls", "secret");
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.error().message.find("gpg_keydir"), std::string::npos) << none.error().message;
+  std::system(("gpgconf --homedir " + keydir + " --kill all 2>/dev/null").c_str());
 }
 
 TEST_F(PoolTest, CheckReportsSyntaxErrorsWithoutRendering) {
