@@ -14,6 +14,8 @@
 #      -> expected/<id>.json (that minion's dict, keys sorted)
 #   4. for every expected/<id>.override.input.json:
 #      salt <id> pillar.items pillar='<that json>' --out json --static -> expected/<id>.override.json
+#   4b. if <tree>/capture-raw exists: salt '*' pillar.raw (the pillar the minion got from its own
+#      refresh request, which sends the minion's saltenv) -> expected/<id>.raw.json
 #   5. ERROR lines of the master log (timestamps stripped) -> expected/master-errors.log (info only)
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -73,6 +75,12 @@ for mid, p in d.items():
         json.dump(p, f, indent=4, sort_keys=True); f.write("\n")
     print(mid, "->", len(p) if isinstance(p, dict) else p, "keys")
 PYEOF
+  if [ -e "$tree/capture-raw" ]; then   # also the minion's in-memory pillar (its own refresh request)
+    salt_bin salt -c "$conf" -t 60 '*' pillar.raw --out json --static > "$S/raw.json"
+    "$PY" -c 'import sys,json
+for mid, p in json.load(open(sys.argv[1])).items():
+    open(f"{sys.argv[2]}/{mid}.raw.json", "w").write(json.dumps(p, indent=4, sort_keys=True) + "\n")' "$S/raw.json" "$tree/expected"
+  fi
   for f in "$tree"/expected/*.override.input.json; do
     [ -e "$f" ] || continue
     id=$(basename "$f" .override.input.json)

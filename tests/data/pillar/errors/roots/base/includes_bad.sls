@@ -1,0 +1,4 @@
+include:
+  - bad_jinja
+  - ok
+includes_bad: True

@@ -1,0 +1,2 @@
+ok:
+  fine: {{ grains["id"] }}

@@ -1,0 +1,2 @@
+undefined:
+  x: {{ nosuch }}

@@ -1,0 +1,7 @@
+base:
+  '*':
+    - ok
+{% if grains['os_family'] == 'Debian' %}
+  'web01':
+    - ok
+{% endif

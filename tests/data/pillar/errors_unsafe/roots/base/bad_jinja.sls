@@ -1,0 +1,2 @@
+bad_jinja:
+  x: {% for %}

@@ -1,0 +1,1 @@
+dev_top_names_base: 1

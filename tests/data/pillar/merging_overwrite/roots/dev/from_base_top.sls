@@ -1,0 +1,1 @@
+from_base_top: {env: dev}

@@ -1,0 +1,5 @@
+dupkeys_nested:
+  x:
+    k: 1
+dupkeys_nested:
+  y: 2

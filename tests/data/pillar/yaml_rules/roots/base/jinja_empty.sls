@@ -1,0 +1,3 @@
+{% if false %}
+jinja_empty: 1
+{% endif %}

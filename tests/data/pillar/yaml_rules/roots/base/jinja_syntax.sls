@@ -1,0 +1,2 @@
+jinja_syntax:
+  x: {% if %}

@@ -1,0 +1,3 @@
+keys_true_one:
+  1: int key
+  true: bool key

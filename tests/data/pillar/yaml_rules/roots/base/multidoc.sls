@@ -1,0 +1,3 @@
+multidoc: 1
+---
+multidoc2: 2

@@ -1,0 +1,2 @@
+nosuch_fn:
+  x: {{ salt['no.such']() }}

@@ -1,0 +1,2 @@
+sandbox:
+  x: {{ (1).__class__ }}

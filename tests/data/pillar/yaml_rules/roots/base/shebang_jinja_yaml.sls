@@ -1,0 +1,3 @@
+#!jinja|yaml
+shebang_jinja_yaml:
+  id: {{ grains['id'] }}

@@ -1,0 +1,26 @@
+base:
+  '*':
+    - scalars
+    - anchors
+    - dupkeys
+    - dupkeys_nested
+    - shebang_yaml
+    - shebang_json
+    - shebang_jinja_yaml
+    - py
+    - empty
+    - comment_only
+    - jinja_empty
+    - list
+    - scalar
+    - jinja_syntax
+    - undefined
+    - undefined_attr
+    - nosuch_fn
+    - sandbox
+    - tabs
+    - unicode
+    - multidoc
+    - keys
+    - keys_true_one
+    - blocks

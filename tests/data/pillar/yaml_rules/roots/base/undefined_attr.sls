@@ -1,0 +1,2 @@
+undefined_attr:
+  x: {{ grains.nosuch }}

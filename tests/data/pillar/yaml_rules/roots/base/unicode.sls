@@ -1,0 +1,4 @@
+unicode:
+  s: "héllo ☃"
+  plain: café
+  escaped: "\u00e9\t"
