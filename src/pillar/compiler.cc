@@ -274,9 +274,12 @@ class Compilation {
         for (const auto& sls : includes) {
           if (!done[env].insert(sls).second) continue;
           auto found = dirs ? FindSls(*dirs, sls) : std::nullopt;
-          Result<wire::Value> rendered =
-              found ? RenderFile(found->path, env, "", nullptr)
-                    : Result<wire::Value>(Error::NotFound("Template was not found: " + sls));
+          if (!found) {
+            // Salt compiles a missing included top as an empty template: nothing, no error.
+            spdlog::warn("pillar for {}: top include '{}' not found in {}", req_.id, sls, env);
+            continue;
+          }
+          Result<wire::Value> rendered = RenderFile(found->path, env, "", nullptr);
           if (!rendered.ok()) {
             top_errors_.push_back("Rendering Top file " + sls + " failed, render error:\n" +
                                   rendered.error().message);

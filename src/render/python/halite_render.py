@@ -978,12 +978,13 @@ def render_jinja(text, request, context, argline):
                 MAIN_TEMPLATES.popitem(last=False)
         output = template.render(**context)
     except jinja2.exceptions.UndefinedError as exc:
-        raise RenderError("Jinja variable %s%s" % (exc, _where()))
-    except (jinja2.exceptions.TemplateSyntaxError, jinja2.exceptions.TemplateRuntimeError,
-            jinja2.exceptions.SecurityError) as exc:
-        raise RenderError("Jinja syntax error: %s%s" % (exc, _where(exc)))
+        raise _jinja_error("Jinja variable ", exc, text)
+    except jinja2.exceptions.TemplateSyntaxError as exc:
+        raise _jinja_error("Jinja syntax error: ", exc, text, syntax=True)
+    except (jinja2.exceptions.TemplateRuntimeError, jinja2.exceptions.SecurityError) as exc:
+        raise _jinja_error("Jinja syntax error: ", exc, text)
     except NotAllowed as exc:
-        raise RenderError("Problem running salt function in Jinja template: %s%s" % (exc, _where()))
+        raise _jinja_error("Problem running salt function in Jinja template: ", exc, text)
     except RenderError:
         raise
     except RecursionError:
@@ -991,20 +992,49 @@ def render_jinja(text, request, context, argline):
     except MemoryError:
         raise RenderError("Jinja error: out of memory")
     except Exception as exc:
-        raise RenderError("Jinja error: %s%s" % (exc, _where()))
+        raise _jinja_error("Jinja error: ", exc, text)
     if text.endswith("\n"):
         output += "\n"
     return output
 
 
-def _where(exc=None):
+def _template_line(exc=None):
+    """The line of the template (not of Jinja's own code) where the error happened."""
     lineno = getattr(exc, "lineno", None) if exc is not None else None
     if lineno is None:
         for frame in reversed(traceback.extract_tb(sys.exc_info()[2])):
-            if frame.filename == "<template>" or frame.filename.endswith(".sls") or frame.filename.endswith(".jinja"):
+            if frame.name in ("top-level template code", "template", "<module>"):
                 lineno = frame.lineno
                 break
-    return "; line %s" % lineno if lineno else ""
+    return lineno
+
+
+def _context(text, line, num_lines=5, marker="    <======================"):
+    """Salt's get_context: the lines around `line`, the bad one marked."""
+    lines = text.splitlines()
+    if line > len(lines):
+        return text
+    start = max(0, line - num_lines - 1)
+    end = min(len(lines), line + num_lines)
+    at = line - start - 1
+    buf = []
+    if start > 0:
+        buf.append("[...]")
+        at += 1
+    buf.extend(lines[start:end])
+    if end < len(lines):
+        buf.append("[...]")
+    buf[at] += marker
+    return "---\n%s\n---" % "\n".join(buf)
+
+
+def _jinja_error(prefix, exc, text, syntax=False):
+    """Salt's SaltRenderError text: the message, then `; line N` and the context when known."""
+    line = _template_line(exc if syntax else None)
+    message = "%s%s" % (prefix, exc)
+    if line:
+        message += "; line %d\n\n%s" % (line, _context(text, line))
+    return RenderError(message)
 
 
 def render_yaml(data, request, context, argline):
@@ -1013,10 +1043,11 @@ def render_yaml(data, request, context, argline):
     try:
         result = yaml_load(data)
     except yaml.scanner.ScannerError as exc:
+        # Salt's loader is the C one, whose marks carry no buffer: the problem alone.
         problem = exc.problem
         if problem == "found character '\\t' that cannot start any token":
             problem = "Illegal tab character"
-        raise RenderError("%s; line %d" % (problem, exc.problem_mark.line + 1))
+        raise RenderError(problem)
     except yaml.YAMLError as exc:
         raise RenderError(str(exc))
     if not result:
@@ -1029,6 +1060,8 @@ def render_yaml(data, request, context, argline):
 def render_json(data, request, context, argline):
     if not isinstance(data, str):
         raise RenderError("the json renderer got %s, not text" % type(data).__name__)
+    if data.startswith("#!"):  # the shebang line is not JSON
+        data = data[data.find("\n") + 1:] if "\n" in data else ""
     if not data.strip():
         return {}
     try:
@@ -1167,7 +1200,7 @@ def check_file(request):
         try:
             env.parse(text)
         except jinja2.exceptions.TemplateSyntaxError as exc:
-            raise RenderError("Jinja syntax error: %s; line %s" % (exc, exc.lineno))
+            raise _jinja_error("Jinja syntax error: ", exc, text, syntax=True)
         return
     if names and names[0] == "py":
         try:
