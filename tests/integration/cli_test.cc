@@ -133,5 +133,31 @@ TEST_F(CliTest, OutcomesOfJobsRunnersAndKeyActionsHaveTheirExitCodes) {
       << json.out;
 }
 
+// salt-key's name_match: -a/-r/-d take a glob or a comma-separated list of globs. halite-key
+// works on the files, so no master is needed.
+TEST_F(CliTest, KeyActionsTakeGlobsAndCommaSeparatedGlobs) {
+  const auto pki = master_.dir() / "pki";
+  for (const char* id : {"web1", "web2", "db1", "mail1", "mx"}) {
+    WriteFile(pki / "minions_pre" / id, "pending\n");
+  }
+  auto accepted = master_.Cli("halite-key", {"-a", "web*", "--yes"});
+  EXPECT_EQ(accepted.exit_code, 0) << accepted.out << accepted.err;
+  EXPECT_EQ(accepted.out,
+            "The following keys are going to be accepted:\nweb1\nweb2\n"
+            "Key for minion web1 accepted.\nKey for minion web2 accepted.\n");
+  auto rejected = master_.Cli("halite-key", {"-r", "db?,mail*", "--yes"});
+  EXPECT_EQ(rejected.exit_code, 0) << rejected.out << rejected.err;
+  auto listed = master_.Cli("halite-key", {"-L"});
+  EXPECT_EQ(listed.out,
+            "Accepted Keys:\nweb1\nweb2\nDenied Keys:\nUnaccepted Keys:\nmx\n"
+            "Rejected Keys:\ndb1\nmail1\n")
+      << listed.out;
+  auto deleted = master_.Cli("halite-key", {"-d", "*1", "--yes"});
+  EXPECT_EQ(deleted.exit_code, 0) << deleted.out << deleted.err;
+  auto after = master_.Cli("halite-key", {"-L"});
+  EXPECT_EQ(after.out, "Accepted Keys:\nweb2\nDenied Keys:\nUnaccepted Keys:\nmx\nRejected Keys:\n")
+      << after.out;
+}
+
 }  // namespace
 }  // namespace halite::testing
