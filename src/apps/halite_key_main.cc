@@ -1,6 +1,7 @@
 // halite-key: list, accept, reject and delete minion keys in the (shared) pki store, with
 // salt-key's flags. Works on the files directly, so it needs no running master.
-//   -L / -l STATE | -a ID | -A | -r ID | -R | -d ID | -D | -f ID | -F  [--yes] [--out json]
+//   -L / -l STATE | -a GLOB | -A | -r GLOB | -R | -d GLOB | -D | -f GLOB | -F  [--yes]
+//   [--out json]; GLOB is a glob or a comma-separated list of globs, as salt-key takes.
 #include <unistd.h>
 
 #include <iostream>
@@ -10,6 +11,7 @@
 #include "halite/keys/fs_key_store.h"
 #include "halite/keys/key_admin.h"
 #include "halite/version.h"
+#include "halite/wire/glob.h"
 
 namespace {
 
@@ -31,10 +33,10 @@ void Usage(std::ostream& os) {
   os << "usage: halite-key [-c CONFIG] ACTION [--yes] [--out json]\n"
         "  -L, --list-all          list every key by state\n"
         "  -l, --list STATE        acc|accepted, un|unaccepted|pre, rej|rejected, den|denied\n"
-        "  -a, --accept ID         accept a pending key      -A, --accept-all\n"
-        "  -r, --reject ID         reject a pending key      -R, --reject-all\n"
-        "  -d, --delete ID         delete a key (any state)  -D, --delete-all\n"
-        "  -f, --finger ID         print a key's fingerprint -F, --finger-all\n"
+        "  -a, --accept GLOB       accept pending keys       -A, --accept-all\n"
+        "  -r, --reject GLOB       reject pending keys       -R, --reject-all\n"
+        "  -d, --delete GLOB       delete keys (any state)   -D, --delete-all\n"
+        "  -f, --finger GLOB       print fingerprints        -F, --finger-all\n"
         "  -y, --yes               do not ask for confirmation\n";
 }
 
@@ -166,10 +168,19 @@ int main(int argc, char** argv) {
       }
     }
   };
+  // salt-key's name_match: the target is a glob, or a comma-separated list of globs.
+  std::vector<std::string> globs;
+  for (std::size_t start = 0; start <= target.size();) {
+    std::size_t comma = std::min(target.find(',', start), target.size());
+    globs.push_back(target.substr(start, comma - start));
+    start = comma + 1;
+  }
   auto matching = [&](KeyState state) {
     std::vector<std::string> out;
     for (const auto& id : list(state)) {
-      if (target.empty() || id == target) out.push_back(id);
+      bool hit = target.empty();
+      for (const auto& g : globs) hit = hit || halite::wire::GlobMatch(g, id);
+      if (hit) out.push_back(id);
     }
     return out;
   };

@@ -1,96 +1,86 @@
 // halite: publish a job and print the returns, with the salt CLI's habits.
-//   halite [-c CONFIG] [-L|-E|-G|-P|-C] [-t SECONDS] [--async] [--out json|yaml|txt|nested] [-v]
-//          TARGET FUNCTION [ARG ...] [key=value ...]
+//   halite [options] TARGET FUNCTION [ARG ...] [key=value ...]   (options anywhere; `--` ends them)
 // Exit codes: 0 every expected minion returned and succeeded; 1 a function failed;
-// 2 a minion did not return; 78 bad config; 64 bad usage; 3 the publish itself failed.
+// 2 a minion did not return; 64 a bad option; 42 an incomplete command (both as
+// salt); 78 bad config; 3 the publish itself failed.
 #include <unistd.h>
 
+#include <filesystem>
 #include <iostream>
 
 #include "cli_common.h"
+#include "halite/client/command_line.h"
 #include "halite/client/local_client.h"
 #include "halite/client/output.h"
 #include "halite/version.h"
+#include "halite/wire/target.h"
 
 namespace {
 
 void Usage(std::ostream& os) {
-  os << "usage: halite [options] TARGET FUNCTION [ARG ...] [key=value ...]\n"
-        "  -c, --config PATH     master config (default /etc/halite/master)\n"
-        "  -L, --list            TARGET is a comma-separated list of ids\n"
-        "  -E, --pcre            TARGET is a regular expression\n"
-        "  -G, --grain           TARGET is grain:value\n"
-        "  -P, --grain-pcre      TARGET is grain:regex\n"
-        "  -C, --compound        TARGET is a compound expression\n"
-        "  -t, --timeout SECS    wait this long for silent minions (default: config timeout)\n"
-        "  --async               print the jid and return at once\n"
-        "  --out FORMAT          nested (default), json, yaml, txt\n"
-        "  -v, --verbose         print the jid and the minions that did not return\n";
+  os << "Usage: halite [options] TARGET FUNCTION [ARG ...] [key=value ...]\n"
+        "Options may come anywhere; `--` ends them. Arguments are read as YAML, as salt does.\n"
+        "FUNCTION may be several, comma-separated, with their argument lists separated by\n"
+        "standalone commas: halite '*' test.ping,test.echo , hi\n"
+        "  -c, --config-dir PATH  master config file, or a directory holding `master`\n"
+        "                         (default /etc/halite/master)\n"
+        "  -L, --list             TARGET is a comma- or space-separated list of ids\n"
+        "  -E, --pcre             TARGET is a regular expression\n"
+        "  -G, --grain            TARGET is grain:value\n"
+        "  -P, --grain-pcre       TARGET is grain:regex\n"
+        "  -I, --pillar           TARGET is pillar:value (the master's minion data cache)\n"
+        "  -J, --pillar-pcre      TARGET is pillar:regex\n"
+        "  -S, --ipcidr           TARGET is an address or a network (ipv4/ipv6 grains)\n"
+        "  -N, --nodegroup        TARGET is a nodegroup of the master config\n"
+        "  -C, --compound         TARGET is a compound expression\n"
+        "  --delimiter D          key delimiter for grain and pillar targets (default :)\n"
+        "  -t, --timeout SECS     wait this long for silent minions (default: config timeout)\n"
+        "  --async                print the jid and return at once\n"
+        "  --out FORMAT           nested (default), json, yaml, txt\n"
+        "  -v, --verbose          print the jid and the minions that did not return\n"
+        "  --show-jid             print the jid\n"
+        "  --args-separator S     separator of multi-function argument lists (default ,)\n"
+        "  --no-parse A,B         kwargs whose values stay strings\n"
+        "Salt options halite does not implement yet are refused; see docs/cli.md.\n";
+}
+
+// Salt's -c names a directory holding `master`; halite's has always named the file.
+std::string ConfigFile(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    return (std::filesystem::path(path) / "master").string();
+  return path;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string config_path = halite::apps::kDefaultMasterConfig;
-  std::string tgt_type = "glob";
-  std::string out_name = "nested";
-  std::optional<int> timeout_s;
-  bool async = false;
-  bool verbose = false;
-  std::vector<std::string> positional;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto need = [&](const char* what) -> std::string {
-      if (i + 1 >= argc) {
-        std::cerr << "halite: " << a << " needs " << what << "\n";
-        std::exit(64);
-      }
-      return argv[++i];
-    };
-    if (!positional.empty() && positional.size() >= 2) {
-      positional.push_back(a);  // everything after FUNCTION is an argument
-    } else if (a == "-c" || a == "--config") {
-      config_path = need("a path");
-    } else if (a == "-L" || a == "--list") {
-      tgt_type = "list";
-    } else if (a == "-E" || a == "--pcre") {
-      tgt_type = "pcre";
-    } else if (a == "-G" || a == "--grain") {
-      tgt_type = "grain";
-    } else if (a == "-P" || a == "--grain-pcre") {
-      tgt_type = "grain_pcre";
-    } else if (a == "-C" || a == "--compound") {
-      tgt_type = "compound";
-    } else if (a == "-t" || a == "--timeout") {
-      timeout_s = std::atoi(need("seconds").c_str());
-    } else if (a.rfind("--timeout=", 0) == 0) {
-      timeout_s = std::atoi(a.c_str() + 10);
-    } else if (a == "--async") {
-      async = true;
-    } else if (a == "--out" || a == "--output") {
-      out_name = need("a format");
-    } else if (a.rfind("--out=", 0) == 0) {
-      out_name = a.substr(6);
-    } else if (a == "-v" || a == "--verbose") {
-      verbose = true;
-    } else if (a == "--version") {
-      std::cout << "halite " << halite::kVersion << "\n";
-      return 0;
-    } else if (a == "-h" || a == "--help") {
-      Usage(std::cout);
-      return 0;
-    } else if (a.size() > 1 && a[0] == '-' && positional.empty()) {
-      std::cerr << "halite: unknown option " << a << "\n";
-      Usage(std::cerr);
-      return 64;
+  auto parsed =
+      halite::client::ParseSaltCommandLine(std::vector<std::string>(argv + 1, argv + argc));
+  if (!parsed.ok()) {
+    const int code = halite::client::CommandLineExitCode(parsed.error());
+    if (code == 64) {
+      std::cerr << "Usage: halite [options] TARGET FUNCTION [ARG ...] [key=value ...]\n\n"
+                << "halite: error: " << parsed.error().message << "\n";
     } else {
-      positional.push_back(a);
+      std::cerr << parsed.error().message << "\n";
     }
+    return code;
   }
-  if (positional.size() < 2) {
-    Usage(std::cerr);
-    return 64;
+  halite::client::SaltCommandLine& cmd = *parsed;
+  if (cmd.help) {
+    Usage(std::cout);
+    return 0;
   }
+  if (cmd.version) {
+    std::cout << "halite " << halite::kVersion << "\n";
+    return 0;
+  }
+  const std::string config_path =
+      ConfigFile(cmd.config_path.empty() ? halite::apps::kDefaultMasterConfig : cmd.config_path);
+  const std::string out_name = cmd.out.empty() ? "nested" : cmd.out;
+  const bool async = cmd.async;
+  const bool verbose = cmd.verbose;
   auto format = halite::client::ParseOutputFormat(out_name);
   if (!format.ok()) {
     std::cerr << "halite: " << format.error().message << "\n";
@@ -107,23 +97,25 @@ int main(int argc, char** argv) {
     return 3;
   }
   halite::client::PublishRequest request;
-  if (tgt_type == "list") {
-    halite::wire::Array ids;
-    std::string s = positional[0];
-    std::size_t start = 0;
-    while (start <= s.size()) {
-      std::size_t comma = std::min(s.find(',', start), s.size());
-      if (comma > start) ids.emplace_back(s.substr(start, comma - start));
-      start = comma + 1;
+  request.tgt = cmd.tgt;
+  request.tgt_type = cmd.tgt_type;
+  // Nodegroups are expanded here, from the master config, as Salt's LocalClient does, so that
+  // minions receive a compound target they can match without the nodegroups.
+  if (const std::string* text = cmd.tgt.str();
+      text != nullptr && (cmd.tgt_type == "nodegroup" || cmd.tgt_type == "compound")) {
+    auto expanded = cmd.tgt_type == "nodegroup"
+                        ? halite::wire::ExpandNodegroup(*text, cfg->nodegroups)
+                        : halite::wire::ExpandCompoundNodegroups(*text, cfg->nodegroups);
+    if (!expanded.ok()) {
+      std::cerr << "halite: " << expanded.error().message << " (" << config_path << ")\n";
+      return 2;
     }
-    request.tgt = halite::wire::Value(std::move(ids));
-  } else {
-    request.tgt = halite::wire::Value(positional[0]);
+    request.tgt = halite::wire::Value(std::move(*expanded));
+    request.tgt_type = "compound";
   }
-  request.tgt_type = tgt_type;
-  request.fun = positional[1];
-  request.arg = halite::client::ParseCliArgs(
-      std::vector<std::string>(positional.begin() + 2, positional.end()));
+  request.delimiter = cmd.delimiter;
+  request.fun = cmd.fun;
+  request.arg = cmd.arg;
 
   if (!async) {
     if (auto st = (*client)->SubscribeEvents(); !st.ok()) {
@@ -147,11 +139,13 @@ int main(int argc, char** argv) {
   if (verbose) {
     std::cout << "Executing job with jid " << job->jid << "\n"
               << "-------------------------------------------\n\n";
+  } else if (cmd.show_jid) {
+    std::cout << "jid: " << job->jid << "\n";
   }
   const bool live = ::isatty(STDERR_FILENO);
   bool failed = false;
   halite::client::WaitOptions wait;
-  wait.timeout = std::chrono::seconds(timeout_s.value_or(static_cast<int>(cfg->timeout.count())));
+  wait.timeout = std::chrono::seconds(cmd.timeout.value_or(static_cast<int>(cfg->timeout.count())));
   wait.gather_timeout = std::chrono::seconds(cfg->gather_job_timeout);
   if (live) {
     wait.progress = [](std::size_t got, std::size_t expected) {

@@ -24,16 +24,6 @@ std::vector<std::string> StrVector(const wire::Value* v) {
   return out;
 }
 
-wire::Value ParseScalar(const std::string& s) {
-  if (s == "True" || s == "true") return wire::Value(true);
-  if (s == "False" || s == "false") return wire::Value(false);
-  if (s == "None" || s == "null" || s == "~") return wire::Value();
-  std::int64_t i = 0;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), i);
-  if (ec == std::errc() && p == s.data() + s.size() && !s.empty()) return wire::Value(i);
-  return wire::Value(s);
-}
-
 MinionReturn FromEventData(const wire::Value& data) {
   MinionReturn r;
   if (const std::string* id = data.FindStr("id")) r.id = *id;
@@ -45,29 +35,6 @@ MinionReturn FromEventData(const wire::Value& data) {
 }
 
 }  // namespace
-
-wire::Array ParseCliArgs(const std::vector<std::string>& args) {
-  wire::Array out;
-  wire::Value kwargs = wire::Value::EmptyMap();
-  for (const auto& a : args) {
-    auto eq = a.find('=');
-    bool is_kwarg = eq != std::string::npos && eq > 0;
-    for (std::size_t i = 0; is_kwarg && i < eq; ++i) {
-      char c = a[i];
-      if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) is_kwarg = false;
-    }
-    if (is_kwarg) {
-      kwargs.Set(a.substr(0, eq), ParseScalar(a.substr(eq + 1)));
-    } else {
-      out.push_back(ParseScalar(a));
-    }
-  }
-  if (!kwargs.map()->empty()) {
-    kwargs.Set("__kwarg__", true);
-    out.push_back(std::move(kwargs));
-  }
-  return out;
-}
 
 Result<std::unique_ptr<LocalClient>> LocalClient::Connect(const ClientOptions& options) {
   std::unique_ptr<LocalClient> c(new LocalClient());

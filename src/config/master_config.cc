@@ -88,7 +88,12 @@ void ReadAll(YamlMapReader& r, MasterConfig& c) {
     }
   }
   r.ReadString("master_job_cache", c.master_job_cache);
-  r.ReadMap("job_cache", c.job_cache);
+  // Salt's job_cache is a boolean; halite's backend options are a map under the same name.
+  if (r.HasScalar("job_cache")) {
+    r.ReadBool("job_cache", c.store_returns);
+  } else {
+    r.ReadMap("job_cache", c.job_cache);
+  }
   r.ReadDuration("publish_session", c.publish_session, 1, kMaxSeconds);
   r.ReadDuration("request_server_ttl", c.request_server_ttl, 0, kMaxSeconds);
   r.ReadDuration("loop_interval", c.loop_interval, 1, kMaxSeconds);
@@ -227,7 +232,33 @@ void CheckCluster(YamlMapReader& r, const MasterConfig& c) {
   }
 }
 
+// Salt keys halite reads but does not act on: said at start and by --check, never silent.
+void WarnNotImplemented(YamlMapReader& r, const MasterConfig& c) {
+  if (!c.store_returns) {
+    r.AddWarning(
+        "job_cache: False is not implemented yet: returns are still written to the job "
+        "cache (events are fired either way)");
+  }
+  if (c.zmq_filtering) {
+    r.AddWarning(
+        "zmq_filtering: True is not implemented: every publish goes to every minion, "
+        "which matches the target itself (as with False)");
+  }
+  if (c.presence_events) {
+    r.AddWarning(
+        "presence_events: True is not implemented yet: no salt/presence events are "
+        "fired");
+  }
+  if (c.user != "root") {
+    r.AddWarning(
+        "user: halite-master does not switch users; it runs as the user that starts it "
+        "(got '" +
+        c.user + "')");
+  }
+}
+
 void Validate(YamlMapReader& r, const MasterConfig& c) {
+  WarnNotImplemented(r, c);
   internal::CheckId(r, "id", c.id);
   CheckInterface(r, c);
   CheckPortsDiffer(r, c);
@@ -284,8 +315,12 @@ Result<Loaded<MasterConfig>> ParseMasterConfig(std::string_view yaml_text) {
 }
 
 Result<Loaded<MasterConfig>> LoadMasterConfig(const std::filesystem::path& path) {
-  HALITE_ASSIGN_OR_RETURN(YAML::Node root, LoadYamlFile(path));
-  return MasterConfigFromYaml(root);
+  std::vector<std::string> include_warnings;
+  HALITE_ASSIGN_OR_RETURN(YAML::Node root,
+                          LoadYamlFileWithIncludes(path, "master.d/*.conf", include_warnings));
+  HALITE_ASSIGN_OR_RETURN(Loaded<MasterConfig> loaded, MasterConfigFromYaml(root));
+  loaded.warnings.insert(loaded.warnings.begin(), include_warnings.begin(), include_warnings.end());
+  return loaded;
 }
 
 }  // namespace halite::config

@@ -167,8 +167,12 @@ Result<Loaded<MinionConfig>> ParseMinionConfig(std::string_view yaml_text) {
 }
 
 Result<Loaded<MinionConfig>> LoadMinionConfig(const std::filesystem::path& path) {
-  HALITE_ASSIGN_OR_RETURN(YAML::Node root, LoadYamlFile(path));
-  return MinionConfigFromYaml(root);
+  std::vector<std::string> include_warnings;
+  HALITE_ASSIGN_OR_RETURN(YAML::Node root,
+                          LoadYamlFileWithIncludes(path, "minion.d/*.conf", include_warnings));
+  HALITE_ASSIGN_OR_RETURN(Loaded<MinionConfig> loaded, MinionConfigFromYaml(root));
+  loaded.warnings.insert(loaded.warnings.begin(), include_warnings.begin(), include_warnings.end());
+  return loaded;
 }
 
 }  // namespace halite::config

@@ -2,10 +2,13 @@
 // YAML::Exception and turns it into an Error or a ConfigProblem.
 #include "halite/config/yaml.h"
 
+#include <glob.h>
 #include <yaml-cpp/eventhandler.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <memory>
 #include <sstream>
@@ -189,6 +192,139 @@ Result<YAML::Node> LoadYamlFile(const std::filesystem::path& path) {
   return node;
 }
 
+namespace {
+
+constexpr int kMaxIncludeDepth = 8;
+
+// Salt's dictupdate.update(dest, upd, recursive_update=True, merge_lists=True).
+void DeepMerge(YAML::Node dest, const YAML::Node& upd) {
+  for (const auto& item : upd) {
+    const std::string key = item.first.Scalar();
+    YAML::Node existing = dest[key];
+    if (existing.IsMap() && item.second.IsMap()) {
+      DeepMerge(existing, item.second);
+    } else if (existing.IsSequence() && item.second.IsSequence()) {
+      for (const auto& element : item.second) existing.push_back(YAML::Clone(element));
+    } else {
+      dest[key] = YAML::Clone(item.second);
+    }
+  }
+}
+
+Result<std::vector<std::string>> Patterns(const YAML::Node& node, std::string_view key) {
+  std::vector<std::string> out;
+  if (!node || node.IsNull()) return out;
+  if (node.IsScalar()) return std::vector<std::string>{node.Scalar()};
+  if (node.IsSequence()) {
+    for (const auto& item : node) {
+      if (!item.IsScalar()) break;
+      out.push_back(item.Scalar());
+    }
+    if (out.size() == node.size()) return out;
+  }
+  return Error::InvalidArgument(std::string(key) + ": must be a path or a list of paths (got " +
+                                DescribeYaml(node) + ")");
+}
+
+std::vector<std::string> GlobFiles(const std::string& pattern) {
+  std::vector<std::string> out;
+  glob_t matches{};
+  if (::glob(pattern.c_str(), 0, nullptr, &matches) == 0) {
+    for (std::size_t i = 0; i < matches.gl_pathc; ++i) out.emplace_back(matches.gl_pathv[i]);
+  }
+  ::globfree(&matches);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+Result<YAML::Node> LoadIncluded(const std::filesystem::path& path, int depth,
+                                std::vector<std::string>& warnings);
+
+// include_config: the merge of every file `patterns` name, relative to `from`'s directory.
+Status IncludeInto(YAML::Node configuration, const std::vector<std::string>& patterns,
+                   const std::filesystem::path& from, bool verbose, int depth,
+                   std::vector<std::string>& warnings) {
+  if (depth > kMaxIncludeDepth) {
+    return Error::InvalidArgument(from.string() + ": includes nest deeper than " +
+                                  std::to_string(kMaxIncludeDepth) + " levels (a cycle?)");
+  }
+  for (std::string pattern : patterns) {
+    if (pattern.rfind("~/", 0) == 0) {
+      if (const char* home = std::getenv("HOME")) pattern = home + pattern.substr(1);
+    }
+    std::filesystem::path full(pattern);
+    if (full.is_relative()) full = from.parent_path() / full;
+    const std::vector<std::string> files = GlobFiles(full.string());
+    if (files.empty() && verbose) {
+      warnings.push_back("include: '" + full.string() + "' matches no files");
+    }
+    for (const auto& file : files) {
+      HALITE_ASSIGN_OR_RETURN(YAML::Node opts, LoadIncluded(file, depth + 1, warnings));
+      DeepMerge(configuration, opts);
+    }
+  }
+  return OkStatus();
+}
+
+// One included file, with its own `include:` applied over it (Salt: opts.update(...)).
+Result<YAML::Node> LoadIncluded(const std::filesystem::path& path, int depth,
+                                std::vector<std::string>& warnings) {
+  HALITE_ASSIGN_OR_RETURN(YAML::Node node, LoadYamlFile(path));
+  if (node.IsNull()) return YAML::Node(YAML::NodeType::Map);
+  if (!node.IsMap()) {
+    return Error::InvalidArgument(path.string() + ": the top level must be a map (got " +
+                                  DescribeYaml(node) + ")");
+  }
+  HALITE_ASSIGN_OR_RETURN(std::vector<std::string> nested,
+                          Patterns(node["include"], path.string() + ": include"));
+  YAML::Node out(YAML::NodeType::Map);
+  for (const auto& item : node) {
+    if (item.first.Scalar() != "include") out[item.first.Scalar()] = item.second;
+  }
+  if (nested.empty()) return out;
+  YAML::Node included(YAML::NodeType::Map);
+  HALITE_RETURN_IF_ERROR(IncludeInto(included, nested, path, true, depth, warnings));
+  for (const auto& item : included) out[item.first.Scalar()] = item.second;
+  return out;
+}
+
+}  // namespace
+
+Result<YAML::Node> LoadYamlFileWithIncludes(const std::filesystem::path& path,
+                                            std::string_view default_pattern,
+                                            std::vector<std::string>& warnings) {
+  HALITE_ASSIGN_OR_RETURN(YAML::Node root, LoadYamlFile(path));
+  if (!root.IsNull() && !root.IsMap()) return root;  // the reader reports a non-map top level
+  try {
+    std::vector<std::string> defaults{std::string(default_pattern)};
+    if (root.IsMap() && root["default_include"]) {
+      HALITE_ASSIGN_OR_RETURN(defaults, Patterns(root["default_include"], "default_include"));
+    }
+    std::vector<std::string> includes;
+    if (root.IsMap()) {
+      HALITE_ASSIGN_OR_RETURN(includes, Patterns(root["include"], "include"));
+    }
+    YAML::Node merged(YAML::NodeType::Map);
+    HALITE_RETURN_IF_ERROR(IncludeInto(merged, defaults, path, false, 0, warnings));
+    HALITE_RETURN_IF_ERROR(IncludeInto(merged, includes, path, true, 0, warnings));
+    if (merged.size() == 0 && root.IsMap() && !root["include"] && !root["default_include"]) {
+      return root;  // nothing included: keep the node (and its duplicate-key checks) as read
+    }
+    YAML::Node out(YAML::NodeType::Map);
+    if (root.IsMap()) {
+      for (const auto& item : root) {
+        const std::string key = item.first.Scalar();
+        if (key == "include" || key == "default_include" || merged[key]) continue;
+        out.force_insert(item.first, item.second);
+      }
+    }
+    for (const auto& item : merged) out.force_insert(item.first, item.second);
+    return out;
+  } catch (const YAML::Exception& e) {
+    return Error::InvalidArgument(path.string() + ": includes: " + e.what());
+  }
+}
+
 std::string DescribeYaml(const YAML::Node& node) {
   try {
     switch (node.Type()) {
@@ -249,6 +385,18 @@ bool YamlMapReader::Has(std::string_view key) const {
       return !entry.value.IsNull();
     } catch (const YAML::Exception&) {
       return true;  // present; the Read* call reports why it cannot be read
+    }
+  }
+  return false;
+}
+
+bool YamlMapReader::HasScalar(std::string_view key) const {
+  for (const Entry& entry : entries_) {
+    if (entry.key != key) continue;
+    try {
+      return entry.value.IsScalar();
+    } catch (const YAML::Exception&) {
+      return false;
     }
   }
   return false;

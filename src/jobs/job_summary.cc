@@ -33,7 +33,9 @@ std::string TargetText(const wire::Value* tgt) {
 JobSummary SummarizeJob(std::string_view jid, const wire::Value& load) {
   JobSummary summary;
   summary.jid = std::string(jid);
-  summary.function = StrOr(load, "fun", "unknown-function");
+  const wire::Value* fun = load.Find("fun");
+  summary.function =
+      fun != nullptr && (fun->is_str() || fun->is_array()) ? *fun : wire::Value("unknown-function");
   const wire::Value* arg = load.Find("arg");
   summary.arguments = arg != nullptr && !arg->is_nil() ? *arg : wire::Value::EmptyArray();
   summary.target = TargetText(load.Find("tgt"));

@@ -192,7 +192,10 @@ return_batch_max: 64
 return_fsync_interval_ms: 5
 )");
   const MasterConfig& c = loaded.config;
-  EXPECT_THAT(loaded.warnings, IsEmpty());
+  // Parsed, and said to do nothing (yet), never silently accepted.
+  EXPECT_THAT(loaded.warnings, ElementsAre(HasSubstr("zmq_filtering: True is not implemented"),
+                                           HasSubstr("presence_events: True is not implemented"),
+                                           HasSubstr("user: halite-master does not switch")));
   EXPECT_EQ(c.id, "m1.example");
   EXPECT_EQ(c.interface, "::");
   EXPECT_EQ(c.publish_port, 14505);
@@ -301,6 +304,51 @@ nodegroups:
   EXPECT_TRUE(loaded.warnings.empty());
   EXPECT_THAT(Lines(ParseError("nodegroups:\n  bad: {a: 1}\n").message),
               ElementsAre("nodegroups.bad: must be a string or a list of strings"));
+}
+
+TEST(MasterConfigTest, DefaultIncludeAndIncludeMergeAsSaltsIncludeConfig) {
+  TempDir dir;
+  std::filesystem::create_directories(dir.path() / "master.d");
+  std::filesystem::create_directories(dir.path() / "extra");
+  dir.Write("master.d/10-workers.conf", "worker_threads: 7\nnodegroups:\n  a: web*\n");
+  dir.Write("master.d/20-more.conf", "nodegroups:\n  b: [db1]\nfile_roots:\n  base: [/srv/b]\n");
+  dir.Write("master.d/ignored.txt", "worker_threads: 99\n");
+  dir.Write("extra/timeout.conf", "timeout: 9\ninclude: nested.conf\n");
+  dir.Write("extra/nested.conf", "gather_job_timeout: 11\n");
+  const auto path = dir.Write("master",
+                              "worker_threads: 3\ntimeout: 2\nkeysize: 4096\n"
+                              "include: [extra/*.conf, nothing/*.conf]\n");
+  auto loaded = LoadMasterConfig(path);
+  ASSERT_TRUE(loaded.ok()) << loaded.error().ToString();
+  const MasterConfig& c = loaded->config;
+  EXPECT_EQ(c.worker_threads, 7);  // included files win over the main file, as in Salt
+  EXPECT_EQ(c.timeout, std::chrono::seconds(9));
+  EXPECT_EQ(c.gather_job_timeout, std::chrono::seconds(11));
+  EXPECT_EQ(c.keysize, 4096);
+  EXPECT_EQ(c.nodegroups.size(), 2u);  // maps from several files merge
+  EXPECT_EQ(c.file_roots.at("base"), std::vector<std::string>{"/srv/b"});
+  EXPECT_THAT(loaded->warnings, ElementsAre(HasSubstr("nothing/*.conf' matches no files")));
+
+  // default_include names other files; a broken included file is an error naming it.
+  dir.Write("other.conf", "worker_threads: [\n");
+  const auto own = dir.Write("master2", "default_include: other.conf\n");
+  auto broken = LoadMasterConfig(own);
+  ASSERT_FALSE(broken.ok());
+  EXPECT_THAT(broken.error().message, HasSubstr("other.conf"));
+}
+
+TEST(MasterConfigTest, JobCacheTakesSaltsBooleanAndFalseWarnsWithoutStoppingTheMaster) {
+  const Loaded<MasterConfig> off = ParseOk("job_cache: False\n");
+  EXPECT_FALSE(off.config.store_returns);
+  EXPECT_THAT(off.warnings, ElementsAre(HasSubstr("job_cache: False is not implemented yet")));
+  const Loaded<MasterConfig> on = ParseOk("job_cache: True\n");
+  EXPECT_TRUE(on.config.store_returns);
+  EXPECT_THAT(on.warnings, IsEmpty());
+  const Loaded<MasterConfig> map = ParseOk("job_cache:\n  dir: /var/x\n");
+  EXPECT_TRUE(map.config.store_returns);
+  EXPECT_TRUE(map.config.job_cache.IsMap());
+  EXPECT_THAT(Lines(ParseError("job_cache: maybe\n").message),
+              ElementsAre(HasSubstr("job_cache: expected true or false")));
 }
 
 TEST(MasterConfigTest, FiveInvalidValuesAreReportedTogether) {

@@ -38,18 +38,24 @@ TEST_F(CliTest, UsageErrorsExit64AndVersionAndHelpExit0) {
     EXPECT_EQ(v.out, tool + " " + version + "\n");
     auto h = Bare(tool, {"--help"});
     EXPECT_EQ(h.exit_code, 0) << h.err;
-    EXPECT_EQ(h.out.rfind("usage: " + tool + " ", 0), 0u) << h.out;
+    // halite's usage line is salt's ("Usage: salt [options] ...").
+    const std::string usage = tool == "halite" ? "Usage: " : "usage: ";
+    EXPECT_EQ(h.out.rfind(usage + tool + " ", 0), 0u) << h.out;
   }
   struct Case {
     std::string tool;
     std::vector<std::string> args;
     std::string err;  // a part of the message on stderr
+    int exit_code = 64;
   };
   for (const Case& c : std::vector<Case>{
-           {"halite", {}, "usage: halite"},
-           {"halite", {"*"}, "usage: halite"},
-           {"halite", {"--bogus", "*", "test.ping"}, "unknown option --bogus"},
-           {"halite", {"-t"}, "-t needs seconds"},
+           // Salt's messages and codes: optparse errors are 64, an incomplete command 42.
+           {"halite", {}, "Cannot execute command without defining a target.", 42},
+           {"halite", {"*"}, "Incomplete options passed.", 42},
+           {"halite", {"--bogus", "*", "test.ping"}, "halite: error: no such option: --bogus"},
+           {"halite", {"*", "test.ping", "--bogus"}, "halite: error: no such option: --bogus"},
+           {"halite", {"-t"}, "-t option requires 1 argument"},
+           {"halite", {"-E", "-L", "x", "test.ping"}, "--pcre/--list are mutually exclusive"},
            {"halite", {"--out", "xml", "*", "test.ping"}, "xml"},
            {"halite-key", {"--bogus"}, "unknown argument --bogus"},
            {"halite-key", {"-a"}, "-a needs an argument"},
@@ -58,7 +64,7 @@ TEST_F(CliTest, UsageErrorsExit64AndVersionAndHelpExit0) {
        }) {
     SCOPED_TRACE(c.tool + " " + ::testing::PrintToString(c.args));
     auto r = master_.Cli(c.tool, c.args, 30s);
-    EXPECT_EQ(r.exit_code, 64) << r.out << r.err;
+    EXPECT_EQ(r.exit_code, c.exit_code) << r.out << r.err;
     EXPECT_NE(r.err.find(c.err), std::string::npos) << r.err;
   }
 }
@@ -125,6 +131,32 @@ TEST_F(CliTest, OutcomesOfJobsRunnersAndKeyActionsHaveTheirExitCodes) {
   EXPECT_EQ(json.exit_code, 0) << json.err;
   EXPECT_NE(json.out.find("\"minions_pre\": [\n        \"web1\"\n    ]"), std::string::npos)
       << json.out;
+}
+
+// salt-key's name_match: -a/-r/-d take a glob or a comma-separated list of globs. halite-key
+// works on the files, so no master is needed.
+TEST_F(CliTest, KeyActionsTakeGlobsAndCommaSeparatedGlobs) {
+  const auto pki = master_.dir() / "pki";
+  for (const char* id : {"web1", "web2", "db1", "mail1", "mx"}) {
+    WriteFile(pki / "minions_pre" / id, "pending\n");
+  }
+  auto accepted = master_.Cli("halite-key", {"-a", "web*", "--yes"});
+  EXPECT_EQ(accepted.exit_code, 0) << accepted.out << accepted.err;
+  EXPECT_EQ(accepted.out,
+            "The following keys are going to be accepted:\nweb1\nweb2\n"
+            "Key for minion web1 accepted.\nKey for minion web2 accepted.\n");
+  auto rejected = master_.Cli("halite-key", {"-r", "db?,mail*", "--yes"});
+  EXPECT_EQ(rejected.exit_code, 0) << rejected.out << rejected.err;
+  auto listed = master_.Cli("halite-key", {"-L"});
+  EXPECT_EQ(listed.out,
+            "Accepted Keys:\nweb1\nweb2\nDenied Keys:\nUnaccepted Keys:\nmx\n"
+            "Rejected Keys:\ndb1\nmail1\n")
+      << listed.out;
+  auto deleted = master_.Cli("halite-key", {"-d", "*1", "--yes"});
+  EXPECT_EQ(deleted.exit_code, 0) << deleted.out << deleted.err;
+  auto after = master_.Cli("halite-key", {"-L"});
+  EXPECT_EQ(after.out, "Accepted Keys:\nweb2\nDenied Keys:\nUnaccepted Keys:\nmx\nRejected Keys:\n")
+      << after.out;
 }
 
 }  // namespace

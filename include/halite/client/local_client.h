@@ -13,6 +13,7 @@
 #include <vector>
 #include <zmq.hpp>
 
+#include "halite/client/cli_args.h"
 #include "halite/common/result.h"
 #include "halite/wire/msgpack.h"
 
@@ -27,7 +28,9 @@ struct ClientOptions {
 struct PublishRequest {
   wire::Value tgt;  // a string, or a list for tgt_type "list"
   std::string tgt_type = "glob";
-  std::string fun;
+  // A function name, or for a multi-function job a list of names with `arg` holding one
+  // argument list per function (Salt's compound command).
+  wire::Value fun;
   wire::Array arg;
   std::string jid;  // empty: the master assigns one
   std::string delimiter = ":";
@@ -89,10 +92,5 @@ class LocalClient {
   std::unique_ptr<zmq::socket_t> req_;
   std::unique_ptr<zmq::socket_t> sub_;
 };
-
-// Parses Salt's CLI argument habits: positional args, `key=value` kwargs collected into a
-// trailing {"__kwarg__": true, ...} map, and YAML-ish scalars (ints, true/false, None) as
-// the salt CLI does.
-wire::Array ParseCliArgs(const std::vector<std::string>& args);
 
 }  // namespace halite::client

@@ -60,7 +60,10 @@ struct MasterConfig {
   std::chrono::seconds keep_jobs_seconds{86400};
   std::string master_job_cache{kJobCacheLocal};  // kJobCacheLocal or kJobCachePostgres
   YAML::Node job_cache{YAML::NodeType::Map};     // backend options, read by its factory
-  std::chrono::seconds publish_session{86400};   // session key and cluster AES key lifetime
+  // Salt's `job_cache: True/False` (job_cache written as a boolean, not as backend options).
+  // False is accepted, warned about, and not implemented yet: returns are still stored.
+  bool store_returns = true;
+  std::chrono::seconds publish_session{86400};  // session key and cluster AES key lifetime
   // A v3 request whose `ts` is further than this from our clock, in either direction, is
   // refused; within it, a nonce already seen from that minion is refused as a replay.
   // 0: neither is checked (Salt's default; halite's is 300 s).
@@ -158,7 +161,9 @@ struct MasterConfig {
 // Parses and validates master config YAML. An empty document means all defaults; a top level
 // that is not a map is an error. Unknown keys become warnings.
 Result<Loaded<MasterConfig>> ParseMasterConfig(std::string_view yaml_text);
-// ParseMasterConfig on a file's contents. Error::NotFound when the file does not exist.
+// ParseMasterConfig on a file's contents, with Salt's `default_include` (master.d/*.conf next
+// to the file) and `include:` merged in (LoadYamlFileWithIncludes); their warnings come first.
+// Error::NotFound when the file does not exist.
 // Malformed YAML errors name the file; validation problems are the same lines as Parse gives.
 Result<Loaded<MasterConfig>> LoadMasterConfig(const std::filesystem::path& path);
 // The same for a node that was already parsed (null means all defaults).

@@ -81,7 +81,8 @@ Result<MasterAddress> ParseMasterAddress(std::string_view entry, std::uint16_t d
 // Parses and validates minion config YAML. An empty document means all defaults; a top level
 // that is not a map is an error. Unknown keys become warnings.
 Result<Loaded<MinionConfig>> ParseMinionConfig(std::string_view yaml_text);
-// ParseMinionConfig on a file's contents. Error::NotFound when the file does not exist.
+// ParseMinionConfig on a file's contents, with Salt's `default_include` (minion.d/*.conf) and
+// `include:` merged in (LoadYamlFileWithIncludes). Error::NotFound when the file does not exist.
 // Malformed YAML errors name the file; validation problems are the same lines as Parse gives.
 Result<Loaded<MinionConfig>> LoadMinionConfig(const std::filesystem::path& path);
 // The same for a node that was already parsed (null means all defaults).

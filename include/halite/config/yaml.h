@@ -39,6 +39,18 @@ Result<YAML::Node> ParseYaml(std::string_view text);
 // not be read, InvalidArgument "<path>: line L, column C: <what>" when malformed.
 Result<YAML::Node> LoadYamlFile(const std::filesystem::path& path);
 
+// LoadYamlFile plus Salt's include_config: the globs in `default_include` (the file's own
+// `default_include:` if set, else `default_pattern`, e.g. "master.d/*.conf") and then in
+// `include:` (a path or a list), relative to the including file's directory, each match in
+// sorted order, are read and merged (maps deeply, lists extended), and every top-level key they
+// set replaces the main file's. An included file may include more (up to 8 levels). An
+// `include` glob that matches nothing adds a warning, as Salt logs one; a default_include one
+// does not. Unlike Salt, which logs a broken included file and skips it, an unreadable or
+// malformed included file is an error naming it. The result has no include keys.
+Result<YAML::Node> LoadYamlFileWithIncludes(const std::filesystem::path& path,
+                                            std::string_view default_pattern,
+                                            std::vector<std::string>& warnings);
+
 // How a value is shown in "(got X)": 'text' for a scalar, else "a list", "a map" or "null".
 std::string DescribeYaml(const YAML::Node& node);
 
@@ -53,6 +65,8 @@ class YamlMapReader {
 
   // True when `key` is present with a non-null value. Does not count as reading it.
   bool Has(std::string_view key) const;
+  // True when `key` is present with a scalar value (for keys that take a scalar or a map).
+  bool HasScalar(std::string_view key) const;
 
   // Each Read* assigns `out` and returns true when `key` is present and valid. When it is
   // absent or null it returns false and leaves `out` alone; when the value has the wrong type

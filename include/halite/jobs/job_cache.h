@@ -43,7 +43,7 @@ struct Job {
 // One line of jobs.list_jobs (Salt's format_jid_instance).
 struct JobSummary {
   std::string jid;
-  std::string function;     // "fun", or "unknown-function"
+  wire::Value function;     // "fun" (a list for a multi-function job), or "unknown-function"
   wire::Value arguments;    // "arg", or an empty array
   std::string target;       // "tgt" (a list is joined with ','), or "unknown-target"
   std::string target_type;  // "tgt_type", or "list"

@@ -9,7 +9,10 @@ prints JSON. Salt's source is not part of halite; run by hand from a 3007.x tree
       tests/data/salt/gen_cli_vectors.py > tests/data/salt/cli_vectors.json
 """
 import json
+import os
+import subprocess
 import sys
+import tempfile
 
 import salt.utils.args
 import salt.utils.data
@@ -138,7 +141,75 @@ def ipcidr_vectors():
     return {"grains": GRAINS, "cases": out}
 
 
+# Whole `salt` command lines through SaltCMDOptionParser (one process each: Salt's logging
+# set-up may run once per process). The config dir only needs to exist.
+COMMAND_LINES = [
+    ["*", "test.ping"],
+    ["*", "test.ping", "--out", "json"],
+    ["--out=json", "-t", "7", "web*", "test.echo", "hi"],
+    ["-L", "a,b", "test.ping", "-v"],
+    ["*", "test.echo", "--", "--out"],
+    ["*", "test.echo", "-t9", "x"],
+    ["-Lv", "a b", "test.ping", "--timeout=3"],
+    ["-E", "web.*", "--verb", "test.ping"],
+    ["-L", "a, b,,c", "test.ping"],
+    ["*", "test.echo", "-1"],
+    ["*", "test.ping", "--bogus"],
+    ["-E", "-L", "x", "test.ping"],
+    ["*", "test.ping,test.echo", ",", "hi", ",", "x"],
+    ["-G", "os:Debian", "test.arg", "1", "a=1", "pillar={\"a\": 1}"],
+    ["*", "test.ping,test.echo", ",", "hi"],
+    ["*", "test.ping,test.echo,test.arg", ",", "hi", ",", "1", "k=v"],
+    ["*", "test.ping,test.echo", ",hi"],
+    ["*", "test.echo,test.echo", "a,b"],
+    ["*", "cmd.run,test.echo", "ls -l,", "x"],
+    ["*", "test.echo,test.echo", "--args-separator=;", "a", ";", "b"],
+    ["*", "test.ping,test.echo"],
+    ["-C", "G@os:Debian and web*", "test.ping"],
+    ["-N", "group1", "test.ping"],
+    ["-I", "role:web", "test.ping", "--async"],
+    ["-S", "10.0.0.0/8", "test.ping"],
+    ["-J", "role:w.*", "test.ping"],
+    ["--delimiter=;", "-G", "a;b", "test.ping"],
+    ["*", "test.arg", "--no-parse=x", "x=1", "y=1"],
+    ["*"],
+]
+
+PARSE_ONE = r"""
+import json, sys
+import salt.utils.parsers as p
+pa = p.SaltCMDOptionParser()
+try:
+    pa.parse_args(sys.argv[1:])
+except SystemExit as e:
+    print(json.dumps({"exit": e.code}))
+    sys.exit(0)
+o = pa.options
+print(json.dumps({"tgt": pa.config.get("tgt"), "fun": pa.config.get("fun"),
+                  "arg": pa.config.get("arg"), "tgt_type": pa.selected_target_option or "glob",
+                  "show_jid": o.show_jid, "args_separator": o.args_separator,
+                  "out": o.output, "timeout": o.timeout, "async": getattr(o, "async"),
+                  "verbose": o.verbose, "delimiter": o.delimiter}, default=repr))
+"""
+
+
+def command_line_vectors():
+    out = []
+    with tempfile.TemporaryDirectory() as conf:
+        with open(os.path.join(conf, "master"), "w") as f:
+            f.write("root_dir: %s\nlog_file: %s/log\n" % (conf, conf))
+        for argv in COMMAND_LINES:
+            res = subprocess.run([sys.executable, "-c", PARSE_ONE, "-c", conf] + argv,
+                                 capture_output=True, text=True)
+            if res.returncode != 0:
+                raise RuntimeError(res.stderr)
+            out.append({"argv": argv, "parsed": json.loads(res.stdout.strip().splitlines()[-1]),
+                        "stderr": res.stderr.strip().splitlines()[-1:] if res.stderr else []})
+    return out
+
+
 json.dump({"parse_input": parse_input_vectors(), "nodegroups": nodegroup_vectors(),
-           "subdict_match": subdict_vectors(), "ipcidr": ipcidr_vectors()},
+           "subdict_match": subdict_vectors(), "ipcidr": ipcidr_vectors(),
+           "command_lines": command_line_vectors()},
           sys.stdout, indent=1, sort_keys=True)
 sys.stdout.write("\n")
