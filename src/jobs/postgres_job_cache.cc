@@ -13,6 +13,7 @@
 #include "halite/jobs/job_summary.h"
 #include "halite/wire/msgpack.h"
 #include "pg_connection.h"
+#include "postgres_job_cache_internal.h"
 
 namespace halite::jobs {
 namespace {
@@ -77,8 +78,10 @@ bool ValidSchemaName(std::string_view name) {
   });
 }
 
+}  // namespace
+
 // PostgreSQL text: valid UTF-8 (the database encoding we require) without NUL.
-bool ValidText(std::string_view s) {
+bool ValidPgText(std::string_view s) {
   std::size_t i = 0;
   while (i < s.size()) {
     const auto c = static_cast<unsigned char>(s[i]);
@@ -115,15 +118,6 @@ bool ValidText(std::string_view s) {
   }
   return true;
 }
-
-std::string ReturnKey(std::string_view jid, std::string_view minion) {
-  std::string key(jid);
-  key.push_back('\0');
-  key.append(minion);
-  return key;
-}
-
-}  // namespace
 
 // Connections for everything but the writer. Acquire blocks while all are in use.
 class PostgresJobCache::Pool {
@@ -203,7 +197,7 @@ Result<std::unique_ptr<PostgresJobCache>> PostgresJobCache::Open(
   if (options.batch_max == 0 || options.pool_size == 0 || options.clean_chunk == 0) {
     return Error::InvalidArgument("postgres: batch_max, pool_size and clean_chunk must be > 0");
   }
-  if (!ValidText(options.master_id)) {
+  if (!ValidPgText(options.master_id)) {
     return Error::InvalidArgument("postgres: the master id is not valid UTF-8 text");
   }
   std::unique_ptr<PostgresJobCache> cache(new PostgresJobCache(options));
@@ -324,7 +318,7 @@ Status PostgresJobCache::Migrate(PgConnection& conn) {
 
 Status PostgresJobCache::SaveJob(const Job& job) {
   if (job.jid.empty()) return Error::InvalidArgument("job without a jid");
-  if (!ValidText(job.jid)) return Error::InvalidArgument("job: the jid is not valid text");
+  if (!ValidPgText(job.jid)) return Error::InvalidArgument("job: the jid is not valid text");
   if (!job.load.is_map()) return Error::InvalidArgument("job " + job.jid + ": load is not a map");
   wire::Value load = job.load;
   load.Erase("key");  // the master's root key never reaches the store
@@ -332,7 +326,7 @@ Status PostgresJobCache::SaveJob(const Job& job) {
   // Sorted and unique, so that masters saving overlapping lists lock rows in the same order.
   std::set<std::string_view> sorted;
   for (const std::string& minion : job.minions) {
-    if (!ValidText(minion)) {
+    if (!ValidPgText(minion)) {
       return Error::InvalidArgument("job " + job.jid + ": a minion id is not valid text");
     }
     sorted.insert(minion);
@@ -341,7 +335,7 @@ Status PostgresJobCache::SaveJob(const Job& job) {
   const std::string* fun = load.FindStr("fun");
   PgParams params;
   params.Text(job.jid).Bytes(wire::Pack(load, wire::Packing::kBinType));
-  if (fun != nullptr && ValidText(*fun)) {
+  if (fun != nullptr && ValidPgText(*fun)) {
     params.Text(*fun);
   } else {
     params.Null(kTextOid);
@@ -366,7 +360,7 @@ Status PostgresJobCache::SaveJob(const Job& job) {
 }
 
 Result<Job> PostgresJobCache::LoadJob(std::string_view jid) {
-  if (jid.empty() || !ValidText(jid)) return Error::NotFound("no job " + std::string(jid));
+  if (jid.empty() || !ValidPgText(jid)) return Error::NotFound("no job " + std::string(jid));
   return WithConnection<Job>([&](PgConnection& conn) -> Result<Job> {
     HALITE_ASSIGN_OR_RETURN(
         PgResult result,
@@ -386,7 +380,7 @@ Result<Job> PostgresJobCache::LoadJob(std::string_view jid) {
 }
 
 Result<std::vector<JobReturn>> PostgresJobCache::LoadReturns(std::string_view jid) {
-  if (jid.empty() || !ValidText(jid)) return Error::NotFound("no job " + std::string(jid));
+  if (jid.empty() || !ValidPgText(jid)) return Error::NotFound("no job " + std::string(jid));
   return WithConnection<std::vector<JobReturn>>(
       [&](PgConnection& conn) -> Result<std::vector<JobReturn>> {
         // minion_id is COLLATE "C", so ORDER BY gives the byte order the contract asks for.
@@ -506,235 +500,6 @@ PostgresJobCacheStats PostgresJobCache::Stats() {
   std::lock_guard<std::mutex> lock(mu_);
   stats.waiting = queue_.size();
   return stats;
-}
-
-void PostgresJobCache::StoreReturn(JobReturn ret, StoreCallback done) {
-  Pending pending{std::move(ret), {}, std::move(done), std::chrono::steady_clock::now()};
-  if (!ValidText(pending.ret.jid) || !ValidText(pending.ret.minion_id) ||
-      !ValidText(pending.ret.out) || pending.ret.jid.empty() || pending.ret.minion_id.empty()) {
-    pending.done(Error::InvalidArgument("return: jid, minion id and outputter must be text"));
-    return;
-  }
-  pending.packed = wire::Pack(pending.ret.ret, wire::Packing::kBinType);
-  const std::size_t bytes = QueuedBytes(pending);
-  {
-    std::unique_lock<std::mutex> lock(mu_);
-    if (stopping_) {
-      lock.unlock();
-      pending.done(Error::FailedPrecondition("job cache is shut down"));
-      return;
-    }
-    if (queued_bytes_ + bytes > options_.queue_max_bytes && !queue_.empty()) {
-      lock.unlock();
-      pending.done(Error::ResourceExhausted("job cache: the PostgreSQL write queue is full"));
-      return;
-    }
-    queued_bytes_ += bytes;
-    queue_.push_back(std::move(pending));
-  }
-  cv_.notify_one();
-}
-
-std::size_t PostgresJobCache::QueuedBytes(const Pending& p) {
-  return p.packed.size() + p.ret.jid.size() + p.ret.minion_id.size() + p.ret.out.size() + 64;
-}
-
-void PostgresJobCache::WriterMain() {
-  for (;;) {
-    std::deque<Pending> batch;
-    bool give_up = false;
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-      if (queue_.empty()) break;  // stopping, and everything queued is done
-      // After a failed write, wait before the next try (Shutdown cuts the wait short).
-      if (!stopping_ && std::chrono::steady_clock::now() < retry_after_) {
-        cv_.wait_until(lock, retry_after_, [&] { return stopping_; });
-      }
-      // Stopping with the server gone: what is left fails now rather than one timeout each.
-      give_up = stopping_ && writer_down_;
-      std::size_t bytes = 0;
-      while (!queue_.empty() && (give_up || batch.size() < options_.batch_max) &&
-             (batch.empty() || give_up ||
-              bytes + queue_.front().packed.size() <= options_.batch_max_bytes)) {
-        bytes += queue_.front().packed.size();
-        queued_bytes_ -= std::min(queued_bytes_, QueuedBytes(queue_.front()));
-        batch.push_back(std::move(queue_.front()));
-        queue_.pop_front();
-      }
-    }
-    if (give_up) {
-      for (Pending& p : batch) p.done(Error::Unavailable("job cache: PostgreSQL is unreachable"));
-      continue;
-    }
-    WriteBatch(batch);
-  }
-  writer_conn_.reset();
-}
-
-void PostgresJobCache::FailOrHold(std::deque<Pending>& batch, const Error& error) {
-  failed_writes_.fetch_add(1, std::memory_order_relaxed);
-  const bool retryable =
-      error.code == ErrorCode::kUnavailable || error.code == ErrorCode::kDeadlineExceeded;
-  const auto now = std::chrono::steady_clock::now();
-  std::deque<Pending> held;
-  for (Pending& p : batch) {
-    if (retryable && now - p.queued < options_.retry_for) {
-      held.push_back(std::move(p));
-    } else {
-      p.done(error);
-    }
-  }
-  if (held.empty()) return;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (stopping_) {
-      // Not held across a shutdown: nothing would write them.
-    } else {
-      for (auto it = held.rbegin(); it != held.rend(); ++it) {
-        queued_bytes_ += QueuedBytes(*it);
-        queue_.push_front(std::move(*it));
-      }
-      held.clear();
-      retry_backoff_ = std::clamp(retry_backoff_ * 2, std::chrono::milliseconds(100),
-                                  std::chrono::milliseconds(5000));
-      retry_after_ = now + retry_backoff_;
-    }
-  }
-  for (Pending& p : held) p.done(error);
-}
-
-Status PostgresJobCache::ConnectWriter() {
-  writer_conn_.reset();
-  auto conn = PgConnection::Connect(options_.dsn,
-                                    std::chrono::steady_clock::now() + options_.connect_timeout);
-  if (!conn.ok()) {
-    if (!writer_down_) {
-      spdlog::error("job cache: cannot reach PostgreSQL: {}; returns are not acknowledged",
-                    conn.error().ToString());
-    }
-    writer_down_ = true;
-    return conn.error();
-  }
-  // A return is acknowledged only once it is on the server's disk, whatever the server's
-  // default says.
-  if (auto set = conn.value()->Exec("SET synchronous_commit TO on", Deadline()); !set.ok()) {
-    return set.error();
-  }
-  writer_conn_ = std::move(conn).value();
-  return OkStatus();
-}
-
-void PostgresJobCache::WriteBatch(std::deque<Pending>& batch) {
-  // One row per (jid, minion); later copies in the batch are duplicates of the first.
-  std::sort(batch.begin(), batch.end(), [](const Pending& a, const Pending& b) {
-    return std::tie(a.ret.jid, a.ret.minion_id) < std::tie(b.ret.jid, b.ret.minion_id);
-  });
-  std::vector<std::size_t> firsts;
-  for (std::size_t i = 0; i < batch.size(); ++i) {
-    if (i == 0 || batch[i].ret.jid != batch[i - 1].ret.jid ||
-        batch[i].ret.minion_id != batch[i - 1].ret.minion_id) {
-      firsts.push_back(i);
-    }
-  }
-  // Unreachable server: the batch waits in the queue (up to retry_for) instead of failing.
-  auto fail_all = [&](const Error& error) { FailOrHold(batch, error); };
-
-  bool fresh = false;  // the connection was made for this batch
-  if (writer_conn_ == nullptr || writer_conn_->broken()) {
-    if (Status connected = ConnectWriter(); !connected.ok()) {
-      fail_all(connected.error());
-      return;
-    }
-    fresh = true;
-  }
-  if (Status ready = EnsureSchema(*writer_conn_); !ready.ok()) {
-    fail_all(ready.error());
-    return;
-  }
-
-  std::vector<std::string_view> jids, minions, rets, outs, funs;
-  std::vector<std::optional<std::int64_t>> retcodes;
-  std::vector<std::optional<bool>> successes;
-  for (std::size_t i : firsts) {
-    const Pending& p = batch[i];
-    jids.push_back(p.ret.jid);
-    minions.push_back(p.ret.minion_id);
-    rets.push_back(p.packed);
-    retcodes.push_back(p.ret.retcode);
-    successes.push_back(p.ret.success);
-    outs.push_back(p.ret.out);
-    const std::string* fun = p.ret.load.FindStr("fun");
-    funs.push_back(fun != nullptr && ValidText(*fun) ? std::string_view(*fun) : "");
-  }
-  PgParams params;
-  params.TextArray(jids)
-      .TextArray(minions)
-      .BytesArray(rets)
-      .Int8Array(retcodes)
-      .BoolArray(successes)
-      .TextArray(outs)
-      .TextArray(funs)
-      .Text(options_.master_id)
-      .Timestamp(std::chrono::system_clock::now());
-  const std::string sql =
-      "INSERT INTO " + Table("returns") +
-      " (jid, minion_id, ret, retcode, success, out, fun, master_id, stored)"
-      " SELECT u.jid, u.minion_id, u.ret, u.retcode, u.success, u.out, NULLIF(u.fun, ''), $8, $9"
-      " FROM unnest($1::text[], $2::text[], $3::bytea[], $4::int8[], $5::bool[], $6::text[],"
-      " $7::text[]) AS u(jid, minion_id, ret, retcode, success, out, fun)"
-      " ON CONFLICT (jid, minion_id) DO NOTHING RETURNING jid, minion_id";
-  Result<PgResult> inserted = Error::Internal("not run");
-  for (int attempt = 0;; ++attempt) {
-    inserted = writer_conn_->Exec(sql, params, Deadline());
-    if (inserted.ok()) break;
-    const std::string_view state = SqlStateOf(inserted.error());
-    if (attempt < 2 && (state == "40P01" || state == "40001") && !writer_conn_->broken()) continue;
-    // The connection died while idle (a server restart): the insert is idempotent, so it goes
-    // once more on a new connection before the batch is refused.
-    if (attempt < 2 && !fresh && writer_conn_->broken() &&
-        inserted.error().code == ErrorCode::kUnavailable) {
-      fresh = true;
-      if (ConnectWriter().ok() && EnsureSchema(*writer_conn_).ok()) continue;
-    }
-    break;
-  }
-  if (!inserted.ok()) {
-    if (inserted.error().code == ErrorCode::kUnavailable ||
-        inserted.error().code == ErrorCode::kDeadlineExceeded) {
-      if (!writer_down_) {
-        spdlog::error("job cache: PostgreSQL write failed: {}; returns are not acknowledged",
-                      inserted.error().ToString());
-      }
-      writer_down_ = true;
-      // The schema may be gone with the server (a new cluster): check again next time.
-      schema_ready_.store(false, std::memory_order_release);
-    } else {
-      spdlog::error("job cache: PostgreSQL refused {} returns: {}", batch.size(),
-                    inserted.error().ToString());
-    }
-    fail_all(inserted.error());
-    return;
-  }
-  if (writer_down_) {
-    spdlog::info("job cache: PostgreSQL reachable again");
-    writer_down_ = false;
-  }
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    retry_backoff_ = std::chrono::milliseconds(0);
-    retry_after_ = {};
-  }
-  std::set<std::string> stored;
-  for (int row = 0; row < inserted->rows(); ++row) {
-    stored.insert(ReturnKey(inserted->Bytes(row, 0), inserted->Bytes(row, 1)));
-  }
-  for (std::size_t i = 0; i < batch.size(); ++i) {
-    Pending& p = batch[i];
-    const bool first = std::binary_search(firsts.begin(), firsts.end(), i);
-    const bool new_row = first && stored.count(ReturnKey(p.ret.jid, p.ret.minion_id)) != 0;
-    p.done(new_row ? StoreOutcome::kStored : StoreOutcome::kDuplicate);
-  }
 }
 
 }  // namespace halite::jobs

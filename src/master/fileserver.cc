@@ -40,14 +40,46 @@ const std::vector<std::string>* Roots(const config::MasterConfig& config, const 
   return it == config.file_roots.end() ? nullptr : &it->second;
 }
 
+// The roots of `env` as canonical paths (symlinks in the roots' own names resolved); roots
+// that do not exist are left out.
+std::vector<std::filesystem::path> CanonicalRoots(const std::vector<std::string>& roots) {
+  std::vector<std::filesystem::path> out;
+  for (const auto& root : roots) {
+    std::error_code ec;
+    auto canonical = std::filesystem::canonical(root, ec);
+    if (!ec) out.push_back(std::move(canonical));
+  }
+  return out;
+}
+
+// True when `path`, once every symlink in it is resolved, lies in one of `roots` (canonical).
+// A link may point anywhere inside the environment's roots; one that leaves them all, or
+// dangles, is treated as absent: Salt's roots backend with fileserver_followsymlinks False.
+bool StaysInRoots(const std::filesystem::path& path,
+                  const std::vector<std::filesystem::path>& roots) {
+  std::error_code ec;
+  const auto resolved = std::filesystem::canonical(path, ec);
+  if (ec) return false;
+  for (const auto& root : roots) {
+    auto [root_end, unused] =
+        std::mismatch(root.begin(), root.end(), resolved.begin(), resolved.end());
+    if (root_end == root.end()) return true;
+  }
+  return false;
+}
+
 std::optional<std::filesystem::path> Find(const config::MasterConfig& config,
                                           const std::string& env, const std::string& rel) {
   const auto* roots = Roots(config, env);
   if (!roots) return std::nullopt;
+  const auto canonical_roots = CanonicalRoots(*roots);
   for (const auto& root : *roots) {
     std::filesystem::path candidate = std::filesystem::path(root) / rel;
     struct stat st {};
-    if (::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode)) return candidate;
+    if (::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+        StaysInRoots(candidate, canonical_roots)) {
+      return candidate;
+    }
   }
   return std::nullopt;
 }
@@ -78,6 +110,7 @@ wire::Value List(const config::MasterConfig& config, const std::string& env, std
   std::set<std::string> out;
   const auto* roots = Roots(config, env);
   if (!roots) return wire::Value::EmptyArray();
+  const auto canonical_roots = CanonicalRoots(*roots);
   for (const auto& root : *roots) {
     std::error_code ec;
     std::filesystem::recursive_directory_iterator it(
@@ -85,8 +118,12 @@ wire::Value List(const config::MasterConfig& config, const std::string& env, std
     if (ec) continue;
     for (; it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
       if (ec) break;
-      std::string rel = std::filesystem::relative(it->path(), root, ec).generic_string();
-      if (ec || rel.rfind(prefix, 0) != 0) continue;
+      // Lexical: relative() would resolve a link and list it under its target's name.
+      std::string rel = it->path().lexically_relative(root).generic_string();
+      if (rel.rfind(prefix, 0) != 0) continue;
+      // A link out of the roots is not listed (the iterator never descends into a linked
+      // directory, so nothing beneath one is listed either).
+      if (it->is_symlink(ec) && !StaysInRoots(it->path(), canonical_roots)) continue;
       bool is_dir = it->is_directory(ec);
       if (kind == ListKind::kFiles && it->is_regular_file(ec)) out.insert(rel);
       if (kind == ListKind::kDirs && is_dir) out.insert(rel);

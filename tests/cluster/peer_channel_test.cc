@@ -187,7 +187,10 @@ class PeerChannelTest : public ::testing::Test {
   }
 
   std::chrono::milliseconds heartbeat_{100};
-  std::chrono::milliseconds link_timeout_{1000};
+  // Generous: under ASan with ctest -j2 a loop can stall for over a second, and a link that
+  // times out while a test expects it up fails that test. Tests that need a link to go down
+  // wait for it (WaitUntil, kDeadline), so a long timeout costs time, never a result.
+  std::chrono::milliseconds link_timeout_{5000};
   fs::path dir_;
   std::string subnet_;
   std::map<std::string, int> hosts_;

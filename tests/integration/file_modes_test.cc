@@ -1,5 +1,7 @@
 // Nothing a real master writes may be read by the group or others, whatever the umask it was
 // started with (issue 12, finding 8: returns and job arguments can hold secrets).
+#include "file_modes.h"
+
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
@@ -15,41 +17,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
-
-// Every entry under `root` (itself included) that lets the group or others in: a file (or
-// socket) with any group/other bit, a directory the group or others may list or enter. One
-// "path mode type" line each.
-std::vector<std::string> Offenders(const fs::path& root) {
-  std::vector<std::string> offenders;
-  auto check = [&](const fs::path& path) {
-    struct stat st {};
-    if (::lstat(path.c_str(), &st) != 0 || S_ISLNK(st.st_mode)) return;
-    if ((st.st_mode & 077) == 0) return;
-    char mode[8];
-    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
-    const char* type = S_ISDIR(st.st_mode) ? "dir" : S_ISSOCK(st.st_mode) ? "socket" : "file";
-    offenders.push_back(path.string() + " " + mode + " " + type);
-  };
-  std::error_code ec;
-  if (!fs::exists(root, ec)) return {root.string() + " is missing"};
-  check(root);
-  for (auto it = fs::recursive_directory_iterator(root, ec); !ec && it != fs::end(it);
-       it.increment(ec)) {
-    check(it->path());
-  }
-  return offenders;
-}
-
-class ScopedUmask {
- public:
-  explicit ScopedUmask(mode_t mask) : saved_(::umask(mask)) {}
-  ~ScopedUmask() { ::umask(saved_); }
-  ScopedUmask(const ScopedUmask&) = delete;
-  ScopedUmask& operator=(const ScopedUmask&) = delete;
-
- private:
-  const mode_t saved_;
-};
 
 TEST(FileModesTest, MasterStartedWithUmaskZeroWritesNothingOthersCanRead) {
   TempDir tmp;
@@ -78,7 +45,7 @@ TEST(FileModesTest, MasterStartedWithUmaskZeroWritesNothingOthersCanRead) {
 
   std::string listing;
   for (const char* dir : {"pki", "cache", "sock"}) {
-    for (const std::string& offender : Offenders(master.dir() / dir)) {
+    for (const std::string& offender : GroupOrOtherAccessible(master.dir() / dir)) {
       std::printf("[ offender ] %s\n", offender.c_str());
       listing += "\n  " + offender;
     }

@@ -1,6 +1,7 @@
 // The master's file server (src/master/fileserver.cc) over its real request port, asked what
 // a minion's cp.get_file / state.apply asks: nothing outside file_roots is served, whatever
-// the path says, and large files come back whole in chunks.
+// the path says or wherever a symlink in the root points, and large files come back whole
+// in chunks.
 #include <gtest/gtest.h>
 
 #include <zmq.hpp>
@@ -25,6 +26,10 @@ class FileserverTest : public ::testing::Test {
     WriteFile(base_ / "web" / "init.sls", "nginx:\n  pkg.installed\n");
     WriteFile(dev_ / "only-dev.sls", "dev: true\n");
     WriteFile(outside_ / "secret.txt", "SECRET");
+    WriteFile(outside_ / "dir" / "inner.txt", "INNER SECRET");
+    fs::create_symlink(outside_ / "secret.txt", base_ / "escape.sls");
+    fs::create_directory_symlink(outside_ / "dir", base_ / "linked");
+    fs::create_symlink("web/init.sls", base_ / "alias.sls");  // stays in the root
     big_.resize(2 * 1048576 + 12345);
     for (std::size_t i = 0; i < big_.size(); ++i) big_[i] = static_cast<char>('a' + i * 7 % 26);
     WriteFile(base_ / "big.bin", big_);
@@ -104,6 +109,22 @@ TEST_F(FileserverTest, DotDotAndAbsolutePathsServeNothing) {
         std::string("web/../top.sls")}) {
     ExpectNotServed(path);
   }
+}
+
+TEST_F(FileserverTest, SymlinksOutOfTheRootServeNothingAndAreNotListed) {
+  // A link that stays in the root is followed (as Salt's roots backend does), so the
+  // refusals below are about where the links point, not about links.
+  EXPECT_EQ(Data(Serve("alias.sls")), "nginx:\n  pkg.installed\n");
+  ASSERT_TRUE(fs::exists(base_ / "escape.sls"));
+  ASSERT_TRUE(fs::exists(base_ / "linked" / "inner.txt"));
+  ExpectNotServed("escape.sls");
+  ExpectNotServed("linked/inner.txt");
+  EXPECT_EQ(Ask(wire::Value::MapOf({{"cmd", "_file_list"}, {"saltenv", "base"}, {"prefix", ""}}))
+                .ToJson(),
+            R"(["alias.sls", "big.bin", "top.sls", "web/init.sls"])");
+  EXPECT_EQ(
+      Ask(wire::Value::MapOf({{"cmd", "_dir_list"}, {"saltenv", "base"}, {"prefix", ""}})).ToJson(),
+      R"(["web"])");
 }
 
 TEST_F(FileserverTest, SaltenvPicksTheRootAndAnUnknownOneServesNothing) {

@@ -395,9 +395,12 @@ TEST_F(MasterTest, RestartKeepsKeysAndJobHistory) {
 namespace halite::testing {
 namespace {
 
-TEST_F(MasterTest, SignInsThatWaitedPastTheQueueLimitAreDroppedUnanswered) {
-  // One worker and a 1 ms queue limit: in a burst of sign-ins, those queued behind the others'
-  // RSA work (>= 0.2 ms each) are dropped, as a minion that timed out would have resent them.
+TEST_F(MasterTest, EverySignInOfABurstIsAnsweredOrCountedAsShed) {
+  // One worker and a 1 ms queue limit: sign-ins queued behind the others' RSA work may be
+  // dropped. How many depends on how long RSA takes here, so this test asserts only the
+  // accounting: each one is answered (and counted accepted) or dropped (and counted shed).
+  // That a sign-in that waited too long is dropped is proven with a gate, independent of RSA
+  // speed, in tests/master/request_server_test.cc.
   MasterSpec spec =
       Spec("m1", /*auto_accept=*/true, "worker_threads: 1\nauth_queue_timeout_ms: 1\n");
   spec.ip = UniqueLoopbackIp();
@@ -454,7 +457,6 @@ TEST_F(MasterTest, SignInsThatWaitedPastTheQueueLimitAreDroppedUnanswered) {
       },
       60s, 20ms))
       << "answered " << answered << ", accepted " << accepted << ", shed " << shed;
-  EXPECT_GE(shed, 1);
   EXPECT_EQ(answered + static_cast<int>(shed), kBurst);
 }
 

@@ -21,34 +21,13 @@
 #include <vector>
 
 #include "halite/jobs/job_cache.h"
+#include "scratch_dir.h"
 
 namespace halite::jobs::testing {
 
 inline constexpr std::chrono::seconds kCallbackDeadline{60};
 
-// A fresh directory under the temp dir, removed with its contents on destruction.
-class ScratchDir {
- public:
-  ScratchDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "halite-jobs-XXXXXX").string();
-    const char* made = ::mkdtemp(pattern.data());
-    HALITE_CHECK(made != nullptr) << "mkdtemp " << pattern;
-    path_ = made;
-  }
-  ~ScratchDir() {
-    std::error_code ec;
-    std::filesystem::permissions(path_, std::filesystem::perms::owner_all,
-                                 std::filesystem::perm_options::add, ec);
-    std::filesystem::remove_all(path_, ec);
-  }
-  ScratchDir(const ScratchDir&) = delete;
-  ScratchDir& operator=(const ScratchDir&) = delete;
-
-  const std::filesystem::path& path() const { return path_; }
-
- private:
-  std::filesystem::path path_;
-};
+using ::halite::testing::ScratchDir;  // tests/support/scratch_dir.h
 
 // "<prefix><n>" or "<prefix><n>-<m>". Appending (rather than "m" + std::to_string(n)) also
 // avoids GCC 12's false -Wrestrict at -O3 (GCC bug 105651).

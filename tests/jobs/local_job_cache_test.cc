@@ -22,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "file_modes.h"
 #include "halite/jobs/jid.h"
 #include "halite/wire/encoding.h"
 #include "job_cache_testing.h"
@@ -30,6 +31,8 @@ namespace halite::jobs {
 namespace {
 
 namespace fs = std::filesystem;
+using ::halite::testing::GroupOrOtherAccessible;
+using ::halite::testing::ScopedUmask;
 using testing::Id;
 using testing::MakeReturn;
 using testing::OutcomeTally;
@@ -393,37 +396,6 @@ TEST_P(LocalJobCacheTest, SharedDirectoryBetweenTwoInstances) {
   EXPECT_EQ(tally.stored(), 300u);
   EXPECT_EQ(tally.duplicates(), 300u);
 }
-
-// Every file and directory under `root` (itself included) whose mode lets the group or others
-// in, as "path mode" lines.
-std::vector<std::string> GroupOrOtherAccessible(const fs::path& root) {
-  std::vector<std::string> offenders;
-  auto check = [&](const fs::path& path) {
-    struct stat st {};
-    if (::lstat(path.c_str(), &st) != 0) return;
-    if ((st.st_mode & 077) != 0) {
-      char mode[8];
-      std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
-      offenders.push_back(path.string() + " " + mode);
-    }
-  };
-  check(root);
-  for (const auto& entry : fs::recursive_directory_iterator(root)) check(entry.path());
-  return offenders;
-}
-
-// Sets the process umask for one scope (the umask is process-wide; gtest runs tests one at a
-// time).
-class ScopedUmask {
- public:
-  explicit ScopedUmask(mode_t mask) : saved_(::umask(mask)) {}
-  ~ScopedUmask() { ::umask(saved_); }
-  ScopedUmask(const ScopedUmask&) = delete;
-  ScopedUmask& operator=(const ScopedUmask&) = delete;
-
- private:
-  const mode_t saved_;
-};
 
 TEST_P(LocalJobCacheTest, FilesArePrivateWhateverTheUmask) {
   // Returns and job arguments may hold secrets: nobody but the master's user may read them.

@@ -1,5 +1,6 @@
 // RequestServer over a real ZeroMQ socket (ipc in a temp dir): shedding when the workers'
-// queue is full, and a handler that throws costing only its own request.
+// queue is full, sign-ins dropped after waiting past auth_queue_timeout_ms, and a handler
+// that throws costing only its own request.
 #include "halite/master/request_server.h"
 
 #include <gtest/gtest.h>
@@ -9,21 +10,32 @@
 #include <filesystem>
 #include <future>
 
+#include "halite/master/context.h"
 #include "halite/wire/msgpack.h"
+#include "wait.h"
 
 namespace halite::master {
 namespace {
 
 using namespace std::chrono_literals;
+using halite::testing::WaitUntil;
 
-bool WaitUntil(const std::function<bool()>& done, std::chrono::milliseconds timeout = 20s) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(5ms);
+// Holds handlers until Open(); opens on destruction too, so a held worker is let go even
+// when an assertion ends the test early.
+class Gate {
+ public:
+  ~Gate() { Open(); }
+  void Open() {
+    if (!opened_) promise_.set_value();
+    opened_ = true;
   }
-  return true;
-}
+  std::shared_future<void> Opened() const { return opened_future_; }
+
+ private:
+  std::promise<void> promise_;
+  std::shared_future<void> opened_future_ = promise_.get_future().share();
+  bool opened_ = false;
+};
 
 class RequestServerTest : public ::testing::Test {
  protected:
@@ -59,17 +71,8 @@ class RequestServerTest : public ::testing::Test {
 };
 
 TEST_F(RequestServerTest, AFullQueueShedsAndCountsTheRest) {
-  std::promise<void> release;
-  std::shared_future<void> released = release.get_future().share();
-  struct Releaser {  // lets the held worker go even when an assertion ends the test early
-    std::promise<void>& p;
-    bool done = false;
-    void Now() {
-      if (!done) p.set_value();
-      done = true;
-    }
-    ~Releaser() { Now(); }
-  } releaser{release};
+  Gate gate;
+  std::shared_future<void> released = gate.Opened();
   StartServer(
       [released](std::string body, RequestServer::Reply reply, auto) {
         released.wait();  // the only worker is held: everything else queues
@@ -89,7 +92,7 @@ TEST_F(RequestServerTest, AFullQueueShedsAndCountsTheRest) {
   EXPECT_GE(server_->shed(), 7u);
   EXPECT_LE(server_->shed(), 8u);
   const std::uint64_t kept = kSent - server_->shed();
-  releaser.Now();
+  gate.Open();
   std::uint64_t answered = 0;
   while (answered < kept) {
     zmq::pollitem_t item{static_cast<void*>(dealer), 0, ZMQ_POLLIN, 0};
@@ -101,6 +104,71 @@ TEST_F(RequestServerTest, AFullQueueShedsAndCountsTheRest) {
     ++answered;
   }
   EXPECT_EQ(server_->in_flight(), 0);
+}
+
+// The one worker is held by a gate until every sign-in has waited past auth_queue_timeout_ms,
+// so the drop does not depend on how long RSA takes. The sign-ins name an unknown enc_algo:
+// one that is not dropped is answered at once ("bad enc algo") without any key work.
+TEST_F(RequestServerTest, SignInsThatWaitedPastAuthQueueTimeoutAreDroppedUnanswered) {
+  config::MasterConfig config;
+  config.auth_queue_timeout_ms = 300ms;
+  Counters counters;
+  MasterContext ctx;
+  ctx.config = &config;
+  ctx.counters = &counters;
+  Gate gate;
+  std::shared_future<void> released = gate.Opened();
+  const std::string hold = wire::Pack(wire::Value("hold"));
+  StartServer(
+      [&ctx, released, hold](std::string body, RequestServer::Reply reply,
+                             std::chrono::steady_clock::time_point received) {
+        if (body == hold) {
+          released.wait();
+          reply(body);
+          return;
+        }
+        HandleRequest(ctx, std::move(body), std::move(reply), received);
+      },
+      /*max_queued=*/100);
+  zmq::socket_t dealer(context_, zmq::socket_type::dealer);
+  dealer.set(zmq::sockopt::linger, 0);
+  dealer.connect(endpoint_);
+  auto send = [&](const std::string& body) {
+    dealer.send(zmq::message_t(), zmq::send_flags::sndmore);  // REQ's empty delimiter
+    dealer.send(zmq::buffer(body), zmq::send_flags::none);
+  };
+  auto sign_in = [](const std::string& id) {
+    return wire::Pack(wire::Value::MapOf(
+        {{"enc", "clear"},
+         {"version", 3},
+         {"load", wire::Value::MapOf({{"cmd", "_auth"}, {"id", id}, {"enc_algo", "bogus"}})}}));
+  };
+  constexpr int kHeld = 5;
+  send(hold);
+  for (int i = 0; i < kHeld; ++i) send(sign_in("held" + std::to_string(i)));
+  ASSERT_TRUE(WaitUntil([&] { return server_->received() == kHeld + 1; }));
+  // Every held sign-in was read by now: once the timeout has passed, each has waited longer.
+  const auto all_read = std::chrono::steady_clock::now();
+  ASSERT_TRUE(WaitUntil(
+      [&] { return std::chrono::steady_clock::now() - all_read > config.auth_queue_timeout_ms; }));
+  gate.Open();
+  send(sign_in("fresh"));  // queued behind the held ones, answered: proof the worker ran them
+  std::vector<std::string> replies;
+  while (replies.size() < 2) {
+    zmq::pollitem_t item{static_cast<void*>(dealer), 0, ZMQ_POLLIN, 0};
+    zmq::poll(&item, 1, 10s);
+    ASSERT_TRUE(item.revents & ZMQ_POLLIN) << replies.size() << " replies";
+    zmq::message_t delimiter, body;
+    ASSERT_TRUE(dealer.recv(delimiter));
+    ASSERT_TRUE(dealer.recv(body));
+    replies.push_back(body.to_string());
+  }
+  EXPECT_EQ(replies[0], hold);
+  EXPECT_NE(replies[1].find("bad enc algo"), std::string::npos);
+  EXPECT_EQ(counters.auth_shed.load(), static_cast<std::uint64_t>(kHeld));
+  // Nothing else comes: the held sign-ins were dropped, not answered late.
+  zmq::pollitem_t item{static_cast<void*>(dealer), 0, ZMQ_POLLIN, 0};
+  EXPECT_EQ(zmq::poll(&item, 1, 0ms), 0);
 }
 
 TEST_F(RequestServerTest, AThrowingHandlerIsAnsweredAndTheServerKeepsServing) {

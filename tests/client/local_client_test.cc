@@ -1,0 +1,183 @@
+// LocalClient (src/client/local_client.cc) against a scripted master on a real ipc socket in
+// a temp dir: what it sends, and which error code each kind of reply becomes (the CLIs turn
+// those codes into their exit codes). Also Salt's CLI argument habits (ParseCliArgs).
+#include "halite/client/local_client.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <mutex>
+#include <thread>
+
+#include "scratch_dir.h"
+
+namespace halite::client {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+TEST(ParseCliArgsTest, PositionalArgsKeepTheirOrderAndScalarsAreTyped) {
+  wire::Array args =
+      ParseCliArgs({"echo hi", "42", "-7", "true", "False", "None", "~", "4.5", "12abc", ""});
+  EXPECT_EQ(wire::Value(args).ToJson(),
+            R"(["echo hi", 42, -7, true, false, null, null, "4.5", "12abc", ""])");
+}
+
+TEST(ParseCliArgsTest, KeyValueArgsBecomeOneTrailingKwargMap) {
+  wire::Array args = ParseCliArgs({"name=web", "first", "count=3", "ok=True", "last"});
+  EXPECT_EQ(wire::Value(args).ToJson(),
+            R"(["first", "last", {"name": "web", "count": 3, "ok": true, "__kwarg__": true}])");
+  // Only an identifier before '=' makes a kwarg: anything else is a positional string.
+  EXPECT_EQ(wire::Value(ParseCliArgs({"=x", "a-b=1", "x y=2", "cmd=ls -l=x"})).ToJson(),
+            R"(["=x", "a-b=1", "x y=2", {"cmd": "ls -l=x", "__kwarg__": true}])");
+  EXPECT_EQ(wire::Value(ParseCliArgs({})).ToJson(), "[]");
+}
+
+// A master's request socket (ROUTER on <sock_dir>/halite_req.ipc) that answers each request
+// with `answer(load)`, or not at all when it returns nullopt. Its socket lives on its thread.
+class ScriptedMaster {
+ public:
+  using Answer = std::function<std::optional<wire::Value>(const wire::Value& load)>;
+  ScriptedMaster(const fs::path& sock_dir, Answer answer) : answer_(std::move(answer)) {
+    std::promise<void> bound;
+    thread_ = std::thread([this, endpoint = "ipc://" + (sock_dir / "halite_req.ipc").string(),
+                           &bound] { Run(endpoint, bound); });
+    bound.get_future().wait();
+  }
+  ~ScriptedMaster() {
+    stop_ = true;
+    thread_.join();
+  }
+  std::vector<wire::Value> Loads() {
+    std::lock_guard lock(mu_);
+    return loads_;
+  }
+
+ private:
+  void Run(const std::string& endpoint, std::promise<void>& bound) {
+    zmq::context_t context;
+    zmq::socket_t router(context, zmq::socket_type::router);
+    router.set(zmq::sockopt::linger, 0);
+    router.bind(endpoint);
+    bound.set_value();
+    while (!stop_) {
+      zmq::pollitem_t item{static_cast<void*>(router), 0, ZMQ_POLLIN, 0};
+      zmq::poll(&item, 1, 20ms);
+      if (!(item.revents & ZMQ_POLLIN)) continue;
+      zmq::message_t id, delimiter, body;
+      (void)router.recv(id);
+      (void)router.recv(delimiter);
+      (void)router.recv(body);
+      auto envelope = wire::Unpack(body.to_string_view());
+      wire::Value load =
+          envelope.ok() && envelope->Find("load") ? *envelope->Find("load") : wire::Value();
+      {
+        std::lock_guard lock(mu_);
+        loads_.push_back(load);
+      }
+      std::optional<wire::Value> reply = answer_(load);
+      if (!reply) continue;
+      router.send(id, zmq::send_flags::sndmore);
+      router.send(zmq::message_t(), zmq::send_flags::sndmore);
+      router.send(zmq::buffer(wire::Pack(*reply)));
+    }
+  }
+
+  Answer answer_;
+  std::atomic<bool> stop_{false};
+  std::mutex mu_;
+  std::vector<wire::Value> loads_;  // guarded by mu_
+  std::thread thread_;
+};
+
+class LocalClientTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    options_.sock_dir = dir_.string();
+    options_.cachedir = dir_.string();
+    options_.request_timeout = 2000ms;
+  }
+  void WriteRootKey(const std::string& key) { std::ofstream(dir_ / ".root_key") << key; }
+  std::unique_ptr<LocalClient> Connect() {
+    auto client = LocalClient::Connect(options_);
+    EXPECT_TRUE(client.ok()) << client.error().ToString();
+    return client.ok() ? std::move(*client) : nullptr;
+  }
+
+  halite::testing::ScratchDir scratch_{"halite-client"};
+  const fs::path dir_ = scratch_.path();
+  ClientOptions options_;
+};
+
+TEST_F(LocalClientTest, WithoutTheRootKeyConnectIsPermissionDenied) {
+  auto client = LocalClient::Connect(options_);
+  ASSERT_FALSE(client.ok());
+  EXPECT_EQ(client.error().code, ErrorCode::kPermissionDenied);
+  EXPECT_NE(client.error().message.find(".root_key"), std::string::npos);
+}
+
+TEST_F(LocalClientTest, CallPresentsTheRootKeyAndReturnsTheReplysLoad) {
+  WriteRootKey("ROOTKEY");
+  ScriptedMaster master(dir_, [](const wire::Value&) {
+    return wire::Value::MapOf({{"enc", "clear"}, {"load", wire::Value::MapOf({{"ret", 5}})}});
+  });
+  auto client = Connect();
+  ASSERT_NE(client, nullptr);
+  auto reply = client->Call(wire::Value::MapOf({{"cmd", "runner"}, {"fun", "manage.up"}}));
+  ASSERT_TRUE(reply.ok()) << reply.error().ToString();
+  EXPECT_EQ(reply->ToJson(), R"({"ret": 5})");
+  ASSERT_EQ(master.Loads().size(), 1u);
+  EXPECT_EQ(master.Loads()[0].ToJson(),
+            R"({"cmd": "runner", "fun": "manage.up", "key": "ROOTKEY"})");
+}
+
+TEST_F(LocalClientTest, EachKindOfRefusalHasItsOwnErrorCode) {
+  WriteRootKey("ROOTKEY");
+  ScriptedMaster master(dir_, [](const wire::Value& load) -> std::optional<wire::Value> {
+    const std::string* cmd = load.FindStr("cmd");
+    if (*cmd == "auth") {
+      return wire::Value::MapOf({{"error", wire::Value::MapOf({{"name", "AuthenticationError"},
+                                                               {"message", "bad root key"}})}});
+    }
+    if (*cmd == "refused") {
+      return wire::Value::MapOf({{"load", wire::Value::MapOf({{"error", "no such job"}})}});
+    }
+    if (*cmd == "garbled") return wire::Value::MapOf({{"what", 1}});
+    return std::nullopt;  // "silent": never answered
+  });
+  auto client = Connect();
+  ASSERT_NE(client, nullptr);
+  auto call = [&](const char* cmd) { return client->Call(wire::Value::MapOf({{"cmd", cmd}})); };
+
+  auto auth = call("auth");
+  ASSERT_FALSE(auth.ok());
+  EXPECT_EQ(auth.error().code, ErrorCode::kUnauthenticated);
+  EXPECT_EQ(auth.error().message, "AuthenticationError: bad root key");
+  auto refused = call("refused");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code, ErrorCode::kFailedPrecondition);
+  EXPECT_EQ(refused.error().message, "no such job");
+  auto garbled = call("garbled");
+  ASSERT_FALSE(garbled.ok());
+  EXPECT_EQ(garbled.error().code, ErrorCode::kInternal);
+
+  options_.request_timeout = 300ms;
+  client = Connect();
+  auto silent = call("silent");
+  ASSERT_FALSE(silent.ok());
+  EXPECT_EQ(silent.error().code, ErrorCode::kDeadlineExceeded);
+  EXPECT_NE(silent.error().message.find(dir_.string()), std::string::npos);
+  // The REQ socket was reset: the next request is sent and answered, not refused by state.
+  auto after = call("refused");
+  ASSERT_FALSE(after.ok());
+  EXPECT_EQ(after.error().code, ErrorCode::kFailedPrecondition);
+  EXPECT_EQ(master.Loads().size(), 5u);
+}
+
+}  // namespace
+}  // namespace halite::client
