@@ -85,7 +85,8 @@ int main(int argc, char** argv) {
       });
     }
     for (auto& c : callers) c.join();
-    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double secs =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     std::printf("pillar_compiles_per_s %.1f\n", count / secs);
   }
   return 0;

@@ -1,5 +1,4 @@
 #include "halite/daemon/master_daemon.h"
-#include "halite/daemon/pillar_setup.h"
 
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
@@ -14,6 +13,7 @@
 #include "halite/cluster/health_server.h"
 #include "halite/cluster/peer_channel.h"
 #include "halite/cluster/shared_state.h"
+#include "halite/daemon/pillar_setup.h"
 #include "halite/jobs/job_cache_registry.h"
 #include "halite/keys/auth_policy.h"
 #include "halite/keys/fs.h"
@@ -329,7 +329,8 @@ std::string MasterDaemon::Impl::Metrics() {
     help("halite_pillar_renders_total", "counter", "Pillar files rendered (top files and sls).");
     line("halite_pillar_renders_total", id, static_cast<double>(rs.renders));
     help("halite_pillar_render_failures_total", "counter",
-         "Renders that failed, by cause: the file, the deadline (renderer killed), a renderer crash.");
+         "Renders that failed, by cause: the file, the deadline (renderer killed), a renderer "
+         "crash.");
     line("halite_pillar_render_failures_total", id + ",reason=\"template\"",
          static_cast<double>(rs.failures));
     line("halite_pillar_render_failures_total", id + ",reason=\"timeout\"",

@@ -2,6 +2,8 @@
 // top_matches, render_pillar, render_pstate), with Salt's error messages. Only rendering a
 // file is delegated (render::Renderer).
 
+#include "halite/pillar/compiler.h"
+
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -9,7 +11,6 @@
 #include <map>
 #include <set>
 
-#include "halite/pillar/compiler.h"
 #include "halite/wire/target.h"
 
 namespace halite::pillar {
@@ -75,7 +76,9 @@ std::vector<std::string> ListStates(const std::vector<std::string>& dirs) {
   std::error_code ec;
   for (const auto& d : dirs) {
     const fs::path root(d);
-    for (fs::recursive_directory_iterator it(root, fs::directory_options::skip_permission_denied, ec), end;
+    for (fs::recursive_directory_iterator
+             it(root, fs::directory_options::skip_permission_denied, ec),
+         end;
          !ec && it != end; it.increment(ec)) {
       if (it.depth() > 32) {
         it.disable_recursion_pending();
@@ -117,7 +120,8 @@ class Compilation {
     roots_ = s_.roots;
     pillarenv_ = req_.pillarenv;
     if (pillarenv_.empty()) {
-      pillarenv_ = (s_.pillarenv_from_saltenv && !req_.saltenv.empty()) ? req_.saltenv : s_.pillarenv;
+      pillarenv_ =
+          (s_.pillarenv_from_saltenv && !req_.saltenv.empty()) ? req_.saltenv : s_.pillarenv;
     }
     ResolveEnvPlaceholder();
     override_ = req_.pillar_override.is_map() ? req_.pillar_override : wire::Value::EmptyMap();
@@ -154,9 +158,11 @@ class Compilation {
  private:
   // pillar_roots' `__env__` stands for the requested environment when it has no roots of its own.
   void ResolveEnvPlaceholder() {
-    auto it = std::find_if(roots_.begin(), roots_.end(), [](auto& e) { return e.first == "__env__"; });
+    auto it =
+        std::find_if(roots_.begin(), roots_.end(), [](auto& e) { return e.first == "__env__"; });
     if (it == roots_.end()) return;
-    std::string env = !pillarenv_.empty() ? pillarenv_ : (!req_.saltenv.empty() ? req_.saltenv : "base");
+    std::string env =
+        !pillarenv_.empty() ? pillarenv_ : (!req_.saltenv.empty() ? req_.saltenv : "base");
     auto dirs = it->second;
     roots_.erase(it);
     if (RootsOf(roots_, env)) return;
@@ -206,8 +212,8 @@ class Compilation {
     r.context = Context(defaults);
     auto out = renderer_.Render(r);
     if (!out.ok()) {
-      spdlog::error("pillar for {}: {} ({} in {}): {}", req_.id, sls.empty() ? "top file" : sls, path,
-                    saltenv, out.error().message);
+      spdlog::error("pillar for {}: {} ({} in {}): {}", req_.id, sls.empty() ? "top file" : sls,
+                    path, saltenv, out.error().message);
     }
     return out;
   }
@@ -350,7 +356,8 @@ class Compilation {
                     ignore_missing = true;
                   }
                 } else if (const std::string* sls = comp.str()) {
-                  if (std::find(states.begin(), states.end(), *sls) == states.end()) states.push_back(*sls);
+                  if (std::find(states.begin(), states.end(), *sls) == states.end())
+                    states.push_back(*sls);
                 }
               }
             } else if (!comps.is_nil()) {
@@ -362,7 +369,8 @@ class Compilation {
             }
             t.data = std::move(matches);
             for (auto& st : states) t.data.emplace_back(st);
-            auto existing = std::find_if(slot.begin(), slot.end(), [&](auto& x) { return x.name == t.name; });
+            auto existing =
+                std::find_if(slot.begin(), slot.end(), [&](auto& x) { return x.name == t.name; });
             if (existing != slot.end()) {
               *existing = std::move(t);
             } else {
@@ -377,7 +385,8 @@ class Compilation {
       std::stable_sort(targets.begin(), targets.end(),
                        [](const Target& a, const Target& b) { return a.order < b.order; });
       wire::Value m = wire::Value::EmptyMap();
-      for (auto& t : targets) m.map()->emplace_back(wire::Value(t.name), wire::Value(std::move(t.data)));
+      for (auto& t : targets)
+        m.map()->emplace_back(wire::Value(t.name), wire::Value(std::move(t.data)));
       out.Set(env, std::move(m));
     }
     return out;
@@ -392,7 +401,8 @@ class Compilation {
     ctx.nodegroups = &s_.nodegroups;
     auto r = wire::MatchTarget(wire::Value(target), matcher, ctx);
     if (!r.ok()) {
-      spdlog::warn("pillar top for {}: target '{}' ({}): {}", req_.id, target, matcher, r.error().message);
+      spdlog::warn("pillar top for {}: target '{}' ({}): {}", req_.id, target, matcher,
+                   r.error().message);
       return false;
     }
     return *r;
@@ -416,7 +426,8 @@ class Compilation {
         }
         for (const auto& item : *data.array()) {
           const std::string* sls = item.str();
-          if (sls && std::find(slot->second.begin(), slot->second.end(), *sls) == slot->second.end()) {
+          if (sls &&
+              std::find(slot->second.begin(), slot->second.end(), *sls) == slot->second.end()) {
             slot->second.push_back(*sls);
           }
         }
@@ -478,7 +489,8 @@ class Compilation {
         spdlog::error("pillar for {}: {}", req_.id, msg);
         errors_.push_back(std::move(msg));
       } else {
-        spdlog::debug("pillar for {}: Specified SLS '{}' in environment '{}' was not found.", req_.id, sls, env);
+        spdlog::debug("pillar for {}: Specified SLS '{}' in environment '{}' was not found.",
+                      req_.id, sls, env);
       }
       mods_[sls] = std::nullopt;
       return std::nullopt;
@@ -490,7 +502,8 @@ class Compilation {
     } else if (s_.safe_render_error) {
       errors_.push_back("Rendering SLS '" + sls + "' failed. Please see master log for details.");
     } else {
-      errors_.push_back("Rendering SLS '" + sls + "' failed, render error:\n" + rendered.error().message);
+      errors_.push_back("Rendering SLS '" + sls + "' failed, render error:\n" +
+                        rendered.error().message);
     }
     if (!state || !state->Truthy()) {
       mods_[sls] = state;
@@ -575,7 +588,8 @@ class Compilation {
           if (!key.empty()) {
             std::vector<std::string> frags;
             std::size_t start = 0;
-            for (std::size_t pos; (pos = key.find(':', start)) != std::string::npos; start = pos + 1) {
+            for (std::size_t pos; (pos = key.find(':', start)) != std::string::npos;
+                 start = pos + 1) {
               frags.push_back(key.substr(start, pos - start));
             }
             frags.push_back(key.substr(start));
@@ -694,7 +708,9 @@ std::vector<std::string> PillarCompiler::CheckTree() const {
   std::error_code ec;
   for (const auto& [env, dirs] : settings_.roots) {
     for (const auto& d : dirs) {
-      for (fs::recursive_directory_iterator it(d, fs::directory_options::skip_permission_denied, ec), end;
+      for (fs::recursive_directory_iterator
+               it(d, fs::directory_options::skip_permission_denied, ec),
+           end;
            !ec && it != end; it.increment(ec)) {
         if (!it->is_regular_file(ec) || it->path().extension() != ".sls") continue;
         if (auto st = renderer_.Check(it->path().string(), dirs); !st.ok()) {

@@ -3,11 +3,11 @@
 // binary, then its serve loop on stdin/stdout. Only this executable links libpython.
 
 #define PY_SSIZE_T_CLEAN
+#include "halite/render/host.h"
+
 #include <Python.h>
 
 #include <cstdio>
-
-#include "halite/render/host.h"
 
 namespace halite::render {
 

@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <spdlog/spdlog.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -21,8 +22,6 @@
 #include <filesystem>
 #include <mutex>
 #include <thread>
-
-#include <spdlog/spdlog.h>
 
 #include "halite/render/renderer.h"
 
@@ -89,10 +88,14 @@ Result<Child> Spawn(const PoolOptions& opt) {
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
     if (as > 0) {
-      struct rlimit lim{as, as};
+      struct rlimit lim {
+        as, as
+      };
       ::setrlimit(RLIMIT_AS, &lim);
     }
-    struct rlimit core{0, 0};
+    struct rlimit core {
+      0, 0
+    };
     ::setrlimit(RLIMIT_CORE, &core);
     ::dup2(sv[1], 0);
     ::dup2(sv[1], 1);
@@ -225,8 +228,9 @@ class ProcessPool final : public Renderer {
     if (settings_.jinja_sls_env.is_map()) req.Set("jinja_sls_env", settings_.jinja_sls_env);
     req.Set("allow_undefined", settings_.allow_undefined);
     req.Set("allow_cmd_run", settings_.allow_cmd_run);
-    req.Set("cmd_timeout", static_cast<long long>(
-                               std::chrono::duration_cast<std::chrono::seconds>(opt_.timeout).count()));
+    req.Set("cmd_timeout",
+            static_cast<long long>(
+                std::chrono::duration_cast<std::chrono::seconds>(opt_.timeout).count()));
     if (!settings_.gpg_keydir.empty()) req.Set("gpg_keydir", settings_.gpg_keydir);
     req.Set("max_output", static_cast<unsigned long long>(opt_.max_output_bytes));
     return req;
@@ -348,7 +352,8 @@ class ProcessPool final : public Renderer {
         Discard(c, true, "missed its deadline and was killed");
         return Error::DeadlineExceeded(
             "render timed out after " +
-            std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(opt_.timeout).count()) +
+            std::to_string(
+                std::chrono::duration_cast<std::chrono::milliseconds>(opt_.timeout).count()) +
             " ms; the renderer was killed");
       }
       crashes_++;

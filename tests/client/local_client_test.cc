@@ -25,16 +25,17 @@ TEST(ParseCliArgsTest, PositionalArgsKeepTheirOrderAndScalarsAreTyped) {
   wire::Array args =
       ParseCliArgs({"echo hi", "42", "-7", "true", "False", "None", "~", "4.5", "12abc", ""});
   EXPECT_EQ(wire::Value(args).ToJson(),
-            R"(["echo hi", 42, -7, true, false, null, null, "4.5", "12abc", ""])");
+            R"(["echo hi", 42, -7, true, false, null, null, 4.5, "12abc", ""])");
 }
 
 TEST(ParseCliArgsTest, KeyValueArgsBecomeOneTrailingKwargMap) {
   wire::Array args = ParseCliArgs({"name=web", "first", "count=3", "ok=True", "last"});
   EXPECT_EQ(wire::Value(args).ToJson(),
-            R"(["first", "last", {"name": "web", "count": 3, "ok": true, "__kwarg__": true}])");
-  // Only an identifier before '=' makes a kwarg: anything else is a positional string.
+            R"(["first", "last", {"__kwarg__": true, "name": "web", "count": 3, "ok": true}])");
+  // As Salt's parse_input: a key is a letter or '_' then letters, digits, '_', '.' or '-';
+  // anything else before '=' is a positional string.
   EXPECT_EQ(wire::Value(ParseCliArgs({"=x", "a-b=1", "x y=2", "cmd=ls -l=x"})).ToJson(),
-            R"(["=x", "a-b=1", "x y=2", {"cmd": "ls -l=x", "__kwarg__": true}])");
+            R"(["=x", "x y=2", {"__kwarg__": true, "a-b": 1, "cmd": "ls -l=x"}])");
   EXPECT_EQ(wire::Value(ParseCliArgs({})).ToJson(), "[]");
 }
 

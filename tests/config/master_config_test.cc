@@ -383,9 +383,9 @@ TEST(MasterConfigTest, ProblemsFromFileAreTheSameLines) {
 }
 
 TEST(MasterConfigTest, UnknownKeysAreWarningsNotErrors) {
-  const Loaded<MasterConfig> loaded = ParseOk("foo: 1\nid: m1\next_pillar: []\n");
-  EXPECT_THAT(loaded.warnings,
-              ElementsAre("unknown key 'foo' (ignored)", "unknown key 'ext_pillar' (ignored)"));
+  const Loaded<MasterConfig> loaded = ParseOk("foo: 1\nid: m1\nno_such_setting: []\n");
+  EXPECT_THAT(loaded.warnings, ElementsAre("unknown key 'foo' (ignored)",
+                                           "unknown key 'no_such_setting' (ignored)"));
   EXPECT_EQ(loaded.config.id, "m1");
 }
 

@@ -129,7 +129,8 @@ TEST_F(MinionDataTest, JinjaPillarWithIncludesOverrideAndErrorsOverTheSocket) {
   WriteFile(pillar / "broken.sls", "x: {{ no_such_variable }}\n");
   nlohmann::json got = PillarOf(
       "web7", wire::Value::MapOf({{"os_family", "RedHat"}, {"role", "web"}}),
-      wire::Value::MapOf({{"pillar_override", wire::Value::MapOf({{"web", wire::Value::MapOf({{"port", 8080}})}})}}));
+      wire::Value::MapOf({{"pillar_override",
+                           wire::Value::MapOf({{"web", wire::Value::MapOf({{"port", 8080}})}})}}));
   EXPECT_EQ(got, nlohmann::json::parse(R"({
     "app": {"name": "common", "port": 80},
     "list": [1, 2],
@@ -137,8 +138,9 @@ TEST_F(MinionDataTest, JinjaPillarWithIncludesOverrideAndErrorsOverTheSocket) {
     "_errors": ["Rendering SLS 'broken' failed. Please see master log for details."]})"))
       << got.dump();
   // The master log says why, naming the file.
-  EXPECT_TRUE(WaitFor([&] { return master_->Log().find("'no_such_variable' is undefined") != std::string::npos; },
-                      std::chrono::seconds(10)))
+  EXPECT_TRUE(WaitFor(
+      [&] { return master_->Log().find("'no_such_variable' is undefined") != std::string::npos; },
+      std::chrono::seconds(10)))
       << master_->Log();
 }
 
@@ -147,10 +149,12 @@ TEST_F(MinionDataTest, HostileTemplatesBecomeErrorsAndTheMasterKeepsServing) {
   // default 16 MiB, unbounded recursion, /etc/shadow and ../ includes: each sls fails with
   // Salt's _errors entry, the rest of the pillar is served, and the next request is answered.
   const auto pillar = master_->dir() / "pillar";
-  WriteFile(pillar / "top.sls",
-            "base:\n  '*':\n    - common\n    - spin\n    - huge\n    - deep\n    - shadow\n    - up\n");
-  WriteFile(pillar / "spin.sls",
-            "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}a: 1\n");
+  WriteFile(
+      pillar / "top.sls",
+      "base:\n  '*':\n    - common\n    - spin\n    - huge\n    - deep\n    - shadow\n    - up\n");
+  WriteFile(
+      pillar / "spin.sls",
+      "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}a: 1\n");
   WriteFile(pillar / "huge.sls", "a: {{ 'x' * 20000000 }}\n");
   WriteFile(pillar / "deep.sls", "{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}a: {{ f(0) }}\n");
   WriteFile(pillar / "shadow.sls", "a: \"{% include '/etc/shadow' %}\"\n");
@@ -158,9 +162,12 @@ TEST_F(MinionDataTest, HostileTemplatesBecomeErrorsAndTheMasterKeepsServing) {
   nlohmann::json got = PillarOf("m9", wire::Value::EmptyMap());
   nlohmann::json errors = nlohmann::json::array();
   for (const char* sls : {"spin", "huge", "deep", "shadow", "up"}) {
-    errors.push_back(std::string("Rendering SLS '") + sls + "' failed. Please see master log for details.");
+    errors.push_back(std::string("Rendering SLS '") + sls +
+                     "' failed. Please see master log for details.");
   }
-  EXPECT_EQ(got, nlohmann::json({{"app", {{"name", "common"}, {"port", 80}}}, {"list", {1, 2}}, {"_errors", errors}}))
+  EXPECT_EQ(got, nlohmann::json({{"app", {{"name", "common"}, {"port", 80}}},
+                                 {"list", {1, 2}},
+                                 {"_errors", errors}}))
       << got.dump();
   EXPECT_TRUE(master_->Alive());
   WriteFile(pillar / "top.sls", "base:\n  '*':\n    - common\n");
@@ -170,12 +177,15 @@ TEST_F(MinionDataTest, HostileTemplatesBecomeErrorsAndTheMasterKeepsServing) {
 
 TEST_F(MinionDataTest, CheckNamesAnSlsThatDoesNotParse) {
   const auto pillar = master_->dir() / "pillar";
-  auto ok = testing::Run({BinaryPath("halite-master").string(), "--check", "-c", master_->config().string()});
+  auto ok = testing::Run(
+      {BinaryPath("halite-master").string(), "--check", "-c", master_->config().string()});
   EXPECT_EQ(ok.exit_code, 0) << ok.out << ok.err;
   WriteFile(pillar / "apps" / "bad.sls", "{% for x in %}\n");
-  auto bad = testing::Run({BinaryPath("halite-master").string(), "--check", "-c", master_->config().string()});
+  auto bad = testing::Run(
+      {BinaryPath("halite-master").string(), "--check", "-c", master_->config().string()});
   EXPECT_EQ(bad.exit_code, 78) << bad.out << bad.err;
-  EXPECT_NE(bad.err.find((pillar / "apps" / "bad.sls").string() + ": Jinja syntax error"), std::string::npos)
+  EXPECT_NE(bad.err.find((pillar / "apps" / "bad.sls").string() + ": Jinja syntax error"),
+            std::string::npos)
       << bad.err;
 }
 

@@ -29,7 +29,8 @@ std::vector<std::string> Trees() {
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(TreesDir(), ec)) {
     // errors_top_list has no expected pillar: stock Salt crashes on it (TopFileThatIsAList).
-    if (e.is_directory() && fs::exists(e.path() / "master.yaml") && fs::exists(e.path() / "expected") &&
+    if (e.is_directory() && fs::exists(e.path() / "master.yaml") &&
+        fs::exists(e.path() / "expected") &&
         !fs::exists(e.path() / "expected" / "stock-behaviour.txt")) {
       names.push_back(e.path().filename().string());
     }
@@ -75,8 +76,10 @@ nlohmann::json ToJson(const wire::Value& v) {
   if (const wire::Map* m = v.map()) {
     for (const auto& [k, x] : *m) {
       // json.dumps spells non-string keys as JSON does: true, false, null, numbers.
-      std::string key = k.str() ? *k.str() : k.is_nil() ? "null" : k.is_bool() ? (*k.boolean() ? "true" : "false")
-                                                                                : ToJson(k).dump();
+      std::string key = k.str()       ? *k.str()
+                        : k.is_nil()  ? "null"
+                        : k.is_bool() ? (*k.boolean() ? "true" : "false")
+                                      : ToJson(k).dump();
       out[key] = ToJson(x);
     }
   }
@@ -139,7 +142,8 @@ TEST_P(PillarParityTest, EveryMinionGetsWhatStockSaltGave) {
       if (cfg["pillarenv"]) {
         extra.Set("pillarenv", cfg["pillarenv"].as<std::string>());
         raw_extra.Set("pillarenv", cfg["pillarenv"].as<std::string>());
-      } else if (cfg["pillarenv_from_saltenv"] && cfg["pillarenv_from_saltenv"].as<bool>() && cfg["saltenv"]) {
+      } else if (cfg["pillarenv_from_saltenv"] && cfg["pillarenv_from_saltenv"].as<bool>() &&
+                 cfg["saltenv"]) {
         extra.Set("pillarenv", cfg["saltenv"].as<std::string>());
       }
     }
@@ -191,7 +195,9 @@ TEST(PillarParityTrees, TopFileThatIsAListIsAnErrorNotACrash) {
   ASSERT_TRUE(auth.ok() && auth->session);
   auto got = minion.Pillar(ctx, *auth->session, wire::Value::MapOf({{"id", "web01"}}));
   ASSERT_TRUE(got.ok()) << got.error().ToString();
-  EXPECT_EQ(ToJson(*got), nlohmann::json::parse(R"({"_errors": ["Error encountered while rendering pillar top file."]})"));
+  EXPECT_EQ(ToJson(*got),
+            nlohmann::json::parse(
+                R"({"_errors": ["Error encountered while rendering pillar top file."]})"));
 }
 
 INSTANTIATE_TEST_SUITE_P(StockSalt3007, PillarParityTest, ::testing::ValuesIn(Trees()),

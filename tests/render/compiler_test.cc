@@ -69,8 +69,9 @@ TEST_F(CompilerTest, JinjaTopMatchersGlobsOrderAndIgnoreMissing) {
   tree_.Write("db/init.sls", "db: true\n");
   tree_.Write("last.sls", "who: last\n");
   tree_.Write("first.sls", "who: first\n");
-  EXPECT_EQ(Compile("web1", wire::Value::MapOf({{"role", "web"}, {"os_family", "Debian"}})),
-            nlohmann::json::parse(R"({"who": "last", "web": true, "users": {"alice": 1, "bob": 2}})"));
+  EXPECT_EQ(
+      Compile("web1", wire::Value::MapOf({{"role", "web"}, {"os_family", "Debian"}})),
+      nlohmann::json::parse(R"({"who": "last", "web": true, "users": {"alice": 1, "bob": 2}})"));
   EXPECT_EQ(Compile("db1", wire::Value::MapOf({{"os_family", "RedHat"}})),
             nlohmann::json::parse(R"({"who": "common", "db": true})"));
   // order: -1 puts 'first*' before '*', so common (merged later) wins.
@@ -103,8 +104,9 @@ TEST_F(CompilerTest, MergingStrategiesAndMergeLists) {
   EXPECT_EQ(Compile("m"), nlohmann::json::parse(
                               R"({"k": {"x": 1, "l": [2, 3], "keep": "a", "y": 2}, "top_a": 1})"));
   settings_.merge_lists = true;
-  EXPECT_EQ(Compile("m"), nlohmann::json::parse(
-                              R"({"k": {"x": 1, "l": [1, 2, 3], "keep": "a", "y": 2}, "top_a": 1})"));
+  EXPECT_EQ(
+      Compile("m"),
+      nlohmann::json::parse(R"({"k": {"x": 1, "l": [1, 2, 3], "keep": "a", "y": 2}, "top_a": 1})"));
   settings_.merge_lists = false;
   settings_.merging_strategy = "overwrite";
   EXPECT_EQ(Compile("m"), nlohmann::json::parse(R"({"k": {"y": 2, "l": [2, 3]}, "top_a": 1})"));
@@ -125,9 +127,10 @@ TEST_F(CompilerTest, ErrorsInSaltsWordsAndTheRestIsServed) {
   settings_.safe_render_error = false;
   auto unsafe = Compile("m");
   ASSERT_EQ(unsafe["_errors"].size(), 3u) << unsafe.dump();
-  EXPECT_EQ(unsafe["_errors"][2].get<std::string>().rfind(
-                "Rendering SLS 'undefined' failed, render error:\nJinja variable 'nope' is undefined", 0),
-            0u)
+  EXPECT_EQ(
+      unsafe["_errors"][2].get<std::string>().rfind(
+          "Rendering SLS 'undefined' failed, render error:\nJinja variable 'nope' is undefined", 0),
+      0u)
       << unsafe.dump();
 }
 
@@ -137,7 +140,9 @@ TEST_F(CompilerTest, ATopFileThatFailsIsReportedAndNothingElseIsRendered) {
   auto p = Compile("m");
   ASSERT_EQ(p.size(), 1u) << p.dump();
   ASSERT_EQ(p["_errors"].size(), 1u) << p.dump();
-  EXPECT_EQ(p["_errors"][0].get<std::string>().rfind("Rendering Primary Top file failed, render error:\n", 0), 0u)
+  EXPECT_EQ(p["_errors"][0].get<std::string>().rfind(
+                "Rendering Primary Top file failed, render error:\n", 0),
+            0u)
       << p.dump();
 }
 
@@ -147,7 +152,8 @@ TEST_F(CompilerTest, OverrideIsMergedLastAndEnvironmentsAreSelected) {
   tree_.WriteIn("dev", "top.sls", "dev:\n  '*':\n    - devonly\n");
   tree_.WriteIn("dev", "devonly.sls", "dev: true\n");
   settings_.roots.emplace_back("dev", std::vector<std::string>{tree_.Root("dev")});
-  EXPECT_EQ(Compile("m", wire::Value::EmptyMap(), wire::Value::MapOf({{"a", wire::Value::MapOf({{"c", 9}})}})),
+  EXPECT_EQ(Compile("m", wire::Value::EmptyMap(),
+                    wire::Value::MapOf({{"a", wire::Value::MapOf({{"c", 9}})}})),
             nlohmann::json::parse(R"({"a": {"b": 1, "c": 9}, "dev": true})"));
   settings_.pillarenv = "dev";
   EXPECT_EQ(Compile("m"), nlohmann::json::parse(R"({"dev": true})"));
@@ -161,7 +167,8 @@ TEST_F(CompilerTest, NodegroupMatcher) {
   tree_.Write("web.sls", "web: true\n");
   settings_.nodegroups = {{"webs", {"L@web1,web2", "or", "G@role:web"}}};
   EXPECT_EQ(Compile("web2"), nlohmann::json::parse(R"({"web": true})"));
-  EXPECT_EQ(Compile("x", wire::Value::MapOf({{"role", "web"}})), nlohmann::json::parse(R"({"web": true})"));
+  EXPECT_EQ(Compile("x", wire::Value::MapOf({{"role", "web"}})),
+            nlohmann::json::parse(R"({"web": true})"));
   EXPECT_EQ(Compile("db1"), nlohmann::json::parse(R"({})"));
 }
 
@@ -171,11 +178,11 @@ TEST_F(CompilerTest, ExtPillarBuiltinsInOrderAndFirst) {
   tree_.Write("../ft/hosts/m1/db/password", "hunter2\n");
   tree_.Write("../ft/hosts/other/secret", "no\n");
   const std::string ft = tree_.Root("base") + "/../ft";
-  settings_.ext_pillar = wire::Value(wire::Array{
-      wire::Value::MapOf({{"cmd_yaml", "echo 'ext: %s'; echo 'shared: ext'"}}),
-      wire::Value::MapOf({{"cmd_json", "echo '{\"j\": [1, 2]}'"}}),
-      wire::Value::MapOf({{"file_tree", wire::Value::MapOf({{"root_dir", ft}})}}),
-      wire::Value::MapOf({{"no_such_ext", "x"}})});
+  settings_.ext_pillar = wire::Value(
+      wire::Array{wire::Value::MapOf({{"cmd_yaml", "echo 'ext: %s'; echo 'shared: ext'"}}),
+                  wire::Value::MapOf({{"cmd_json", "echo '{\"j\": [1, 2]}'"}}),
+                  wire::Value::MapOf({{"file_tree", wire::Value::MapOf({{"root_dir", ft}})}}),
+                  wire::Value::MapOf({{"no_such_ext", "x"}})});
   // After the sls (Salt's default): ext data wins, and templates saw no `pillar`.
   EXPECT_EQ(Compile("m1"), nlohmann::json::parse(R"({
     "from_sls": "unset", "shared": "ext", "ext": "m1", "j": [1, 2], "db": {"password": "hunter2"}})"));
@@ -183,7 +190,8 @@ TEST_F(CompilerTest, ExtPillarBuiltinsInOrderAndFirst) {
   EXPECT_EQ(Compile("m1"), nlohmann::json::parse(R"({
     "from_sls": "m1", "shared": "sls", "ext": "m1", "j": [1, 2], "db": {"password": "hunter2"}})"));
   settings_.ext_pillar = wire::Value("not a list");
-  EXPECT_EQ(Compile("m1")["_errors"], nlohmann::json::parse(R"(["The \"ext_pillar\" option is malformed"])"));
+  EXPECT_EQ(Compile("m1")["_errors"],
+            nlohmann::json::parse(R"(["The \"ext_pillar\" option is malformed"])"));
 }
 
 TEST_F(CompilerTest, CheckTreeNamesTheFilesThatDoNotParse) {
@@ -193,7 +201,8 @@ TEST_F(CompilerTest, CheckTreeNamesTheFilesThatDoNotParse) {
   PillarCompiler compiler(settings_, *renderer_);
   auto problems = compiler.CheckTree();
   ASSERT_EQ(problems.size(), 1u);
-  EXPECT_EQ(problems[0].rfind(tree_.root() + "/sub/bad.sls: Jinja syntax error", 0), 0u) << problems[0];
+  EXPECT_EQ(problems[0].rfind(tree_.root() + "/sub/bad.sls: Jinja syntax error", 0), 0u)
+      << problems[0];
 }
 
 }  // namespace

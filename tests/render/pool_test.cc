@@ -23,7 +23,8 @@ nlohmann::json Json(const char* text) { return nlohmann::json::parse(text); }
 
 class PoolTest : public ::testing::Test {
  protected:
-  std::unique_ptr<Renderer> Pool(int processes = 1, std::chrono::milliseconds timeout = std::chrono::seconds(20),
+  std::unique_ptr<Renderer> Pool(int processes = 1,
+                                 std::chrono::milliseconds timeout = std::chrono::seconds(20),
                                  std::size_t max_output = 1u << 20, RenderSettings settings = {}) {
     PoolOptions o;
     o.program = testing_support::RendererProgram();
@@ -40,7 +41,8 @@ class PoolTest : public ::testing::Test {
     req.file = tree_.root() + "/" + rel;
     req.searchpath = {tree_.root()};
     req.sls = sls;
-    req.context = wire::Value::MapOf({{"grains", grains}, {"pillar", wire::Value::EmptyMap()},
+    req.context = wire::Value::MapOf({{"grains", grains},
+                                      {"pillar", wire::Value::EmptyMap()},
                                       {"opts", wire::Value::MapOf({{"id", "m1"}})}});
     return r.Render(req);
   }
@@ -68,8 +70,10 @@ TEST_F(PoolTest, RendersJinjaThenYamlWithGrainsSaltFunctionsAndFilters) {
   auto v = Render(*pool, "web.sls", "web",
                   wire::Value::MapOf({{"id", "m1"}, {"os_family", "RedHat"}, {"role", "web"}}));
   ASSERT_TRUE(v.ok()) << v.error().ToString();
-  EXPECT_EQ(Json(*v),
-            Json(R"({"id":"m1","pkg":"httpd","port":80,"role":"web","quoted":"a: b","js":{"k":[1,2]},"rh":true,"where":"web . base"})"));
+  EXPECT_EQ(
+      Json(*v),
+      Json(
+          R"({"id":"m1","pkg":"httpd","port":80,"role":"web","quoted":"a: b","js":{"k":[1,2]},"rh":true,"where":"web . base"})"));
 }
 
 TEST_F(PoolTest, SaltYamlRulesDuplicateKeysFailTimestampsStayStrings) {
@@ -79,7 +83,8 @@ TEST_F(PoolTest, SaltYamlRulesDuplicateKeysFailTimestampsStayStrings) {
   auto dup = Render(*pool, "dup.sls", "dup");
   ASSERT_FALSE(dup.ok());
   EXPECT_EQ(dup.error().code, ErrorCode::kInvalidArgument);
-  EXPECT_NE(dup.error().message.find("found conflicting ID 'a'"), std::string::npos) << dup.error().message;
+  EXPECT_NE(dup.error().message.find("found conflicting ID 'a'"), std::string::npos)
+      << dup.error().message;
   auto s = Render(*pool, "scalars.sls", "scalars");
   ASSERT_TRUE(s.ok()) << s.error().ToString();
   EXPECT_EQ(Json(*s), Json(R"({"ts":"2024-01-01","oct":755,"yes_":true,"null_":null})"));
@@ -91,7 +96,8 @@ TEST_F(PoolTest, UndefinedVariablesAndUnknownSaltFunctionsFailTheFile) {
   auto pool = Pool();
   auto u = Render(*pool, "undef.sls", "undef");
   ASSERT_FALSE(u.ok());
-  EXPECT_NE(u.error().message.find("'nosuch' is undefined"), std::string::npos) << u.error().message;
+  EXPECT_NE(u.error().message.find("'nosuch' is undefined"), std::string::npos)
+      << u.error().message;
   auto f = Render(*pool, "func.sls", "func");
   ASSERT_FALSE(f.ok());
   EXPECT_NE(f.error().message.find("no.such"), std::string::npos) << f.error().message;
@@ -195,7 +201,8 @@ TEST_F(PoolTest, PyFilesRunWithSaltsDunders) {
               "#!py\n"
               "def run():\n"
               "    return {'id': __grains__['id'], 'sls': __sls__,\n"
-              "            'role': __salt__['grains.get']('role', 'none'), 'n': [i * i for i in range(3)]}\n");
+              "            'role': __salt__['grains.get']('role', 'none'), 'n': [i * i for i in "
+              "range(3)]}\n");
   tree_.Write("norun.sls", "#!py\nx = 1\n");
   auto pool = Pool();
   auto v = Render(*pool, "gen.sls", "gen", wire::Value::MapOf({{"id", "m1"}, {"role", "db"}}));
@@ -212,11 +219,16 @@ TEST_F(PoolTest, GpgBlocksAreDecryptedWithTheKeydir) {
   const std::string keydir = tree_.Root("gpgkeys");
   std::filesystem::create_directories(keydir);
   std::filesystem::permissions(keydir, std::filesystem::perms::owner_all);
-  const std::string gpg = "gpg --batch --homedir " + keydir + " --pinentry-mode loopback --passphrase ''";
-  ASSERT_EQ(std::system((gpg + " --quick-gen-key 'halite test' future-default default never 2>/dev/null").c_str()), 0);
+  const std::string gpg =
+      "gpg --batch --homedir " + keydir + " --pinentry-mode loopback --passphrase ''";
+  ASSERT_EQ(
+      std::system((gpg + " --quick-gen-key 'halite test' future-default default never 2>/dev/null")
+                      .c_str()),
+      0);
   const std::string armored = tree_.Root("secret.asc");
-  ASSERT_EQ(std::system(("printf 'hunter2' | " + gpg + " --trust-model always -ea -r 'halite test' > " + armored +
-                         " 2>/dev/null").c_str()),
+  ASSERT_EQ(std::system(("printf 'hunter2' | " + gpg +
+                         " --trust-model always -ea -r 'halite test' > " + armored + " 2>/dev/null")
+                            .c_str()),
             0);
   std::ifstream in(armored);
   std::string block((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -244,7 +256,8 @@ TEST_F(PoolTest, CheckReportsSyntaxErrorsWithoutRendering) {
   EXPECT_TRUE(pool->Check(tree_.root() + "/good.sls", {tree_.root()}).ok());
   auto bad = pool->Check(tree_.root() + "/bad.sls", {tree_.root()});
   ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.error().message.find("Jinja syntax error"), std::string::npos) << bad.error().message;
+  EXPECT_NE(bad.error().message.find("Jinja syntax error"), std::string::npos)
+      << bad.error().message;
   EXPECT_FALSE(pool->Check(tree_.root() + "/bad.yaml.sls", {tree_.root()}).ok());
 }
 

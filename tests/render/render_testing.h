@@ -11,7 +11,9 @@
 
 namespace halite::testing_support {
 
-inline std::string RendererProgram() { return std::string(HALITE_BINARY_DIR) + "/src/apps/halite-render"; }
+inline std::string RendererProgram() {
+  return std::string(HALITE_BINARY_DIR) + "/src/apps/halite-render";
+}
 
 // <tmp>/tree-XXXXXX/roots/base is root(); files may be written beside it ("../x") so that
 // escapes have something to find.

@@ -5,6 +5,8 @@
 // worker threads.
 #pragma once
 
+#include <yaml-cpp/yaml.h>
+
 #include <filesystem>
 #include <map>
 #include <mutex>
@@ -12,8 +14,6 @@
 #include <string>
 #include <unordered_map>
 #include <vector>
-
-#include <yaml-cpp/yaml.h>
 
 #include "halite/common/result.h"
 #include "halite/wire/msgpack.h"

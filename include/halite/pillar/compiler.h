@@ -23,16 +23,16 @@ using Roots = std::vector<std::pair<std::string, std::vector<std::string>>>;  //
 struct PillarSettings {
   Roots roots{{"base", {"/srv/pillar"}}};
   std::string state_top = "top.sls";
-  std::string renderer = "jinja|yaml";             // only its last step matters here (yamlex)
-  std::string merging_strategy = "smart";          // smart, recurse, aggregate, overwrite, none
-  bool merge_lists = false;                        // pillar_merge_lists
-  bool includes_override_sls = false;              // pillar_includes_override_sls
-  bool safe_render_error = true;                   // pillar_safe_render_error
-  std::string pillarenv;                           // empty: every environment
+  std::string renderer = "jinja|yaml";     // only its last step matters here (yamlex)
+  std::string merging_strategy = "smart";  // smart, recurse, aggregate, overwrite, none
+  bool merge_lists = false;                // pillar_merge_lists
+  bool includes_override_sls = false;      // pillar_includes_override_sls
+  bool safe_render_error = true;           // pillar_safe_render_error
+  std::string pillarenv;                   // empty: every environment
   bool pillarenv_from_saltenv = false;
-  wire::Nodegroups nodegroups;                     // for `match: nodegroup` and N@
-  wire::Value opts;                                // extra keys for the templates' `opts`
-  wire::Value ext_pillar;                          // Salt's list of {name: args}; nil: none
+  wire::Nodegroups nodegroups;  // for `match: nodegroup` and N@
+  wire::Value opts;             // extra keys for the templates' `opts`
+  wire::Value ext_pillar;       // Salt's list of {name: args}; nil: none
   bool ext_pillar_first = false;
 };
 

@@ -21,8 +21,8 @@ struct RenderSettings {
   std::string renderer = "jinja|yaml";  // the pipeline for a file without a `#!` line
   std::vector<std::string> renderer_blacklist;
   std::vector<std::string> renderer_whitelist;
-  wire::Value jinja_env;      // Jinja Environment options for templates that are not sls
-  wire::Value jinja_sls_env;  // ... and for sls files
+  wire::Value jinja_env;         // Jinja Environment options for templates that are not sls
+  wire::Value jinja_sls_env;     // ... and for sls files
   bool allow_undefined = false;  // Salt's `allow_undefined`: off means StrictUndefined
   bool allow_cmd_run = false;    // salt['cmd.run'] in a template runs on the master
   std::string gpg_keydir;        // for `|gpg`; empty: encrypted data is an error
@@ -32,8 +32,8 @@ struct RenderRequest {
   std::string file;                     // absolute path of the template
   std::vector<std::string> searchpath;  // the saltenv's roots: imports resolve only here
   std::string saltenv = "base";
-  std::string sls;        // "a.b" for an sls, "" for a top file
-  wire::Value context;    // a map: grains, pillar, opts, and include defaults
+  std::string sls;      // "a.b" for an sls, "" for a top file
+  wire::Value context;  // a map: grains, pillar, opts, and include defaults
 };
 
 // The render failed for a reason in the file (kInvalidArgument: syntax, undefined variable,
@@ -54,12 +54,12 @@ class Renderer {
 };
 
 struct PoolOptions {
-  std::string program;      // the halite-render executable
-  int processes = 1;        // at most this many renderers at once
-  std::chrono::milliseconds timeout{10'000};  // per file; a renderer past it is killed
+  std::string program;                          // the halite-render executable
+  int processes = 1;                            // at most this many renderers at once
+  std::chrono::milliseconds timeout{10'000};    // per file; a renderer past it is killed
   std::size_t memory_limit_bytes = 1ull << 30;  // RLIMIT_AS of each renderer
   std::size_t max_output_bytes = 16u << 20;     // rendered data bigger than this is an error
-  bool allow_test_ops = false;  // tests only: the "crash" and "spin" ops
+  bool allow_test_ops = false;                  // tests only: the "crash" and "spin" ops
 };
 
 // The halite-render executable next to the running program.
