@@ -473,6 +473,11 @@ class Compilation {
     return pillar;
   }
 
+  void Report(std::string msg) {
+    spdlog::error("pillar for {}: {}", req_.id, msg);
+    errors_.push_back(std::move(msg));
+  }
+
   // render_pstate: nullopt for "nothing" (Salt's None).
   std::optional<wire::Value> RenderPstate(const std::string& sls, const std::string& env,
                                           const wire::Value* defaults) {
@@ -510,9 +515,7 @@ class Compilation {
       return state;
     }
     if (!state->is_map()) {
-      std::string msg = "SLS '" + sls + "' does not render to a dictionary";
-      spdlog::error("pillar for {}: {}", req_.id, msg);
-      errors_.push_back(std::move(msg));
+      Report("SLS '" + sls + "' does not render to a dictionary");
       mods_[sls] = state;
       return state;
     }
@@ -522,9 +525,7 @@ class Compilation {
       return state;
     }
     if (!inc->is_array()) {
-      std::string msg = "Include Declaration in SLS '" + sls + "' is not formed as a list";
-      spdlog::error("pillar for {}: {}", req_.id, msg);
-      errors_.push_back(std::move(msg));
+      Report("Include Declaration in SLS '" + sls + "' is not formed as a list");
       mods_[sls] = state;
       return state;
     }

@@ -173,6 +173,13 @@ def _has_dict_key(data):
 # Data helpers with Salt's meaning
 
 
+def _in_embedded(items, key):
+    for embedded in (x for x in items if isinstance(x, dict)):
+        if key in embedded:
+            return True, embedded[key]
+    return False, None
+
+
 def traverse(data, key, default=None, delimiter=":"):
     """salt.utils.data.traverse_dict_and_list: 'a:b:0' walks maps and lists."""
     ptr = data
@@ -182,26 +189,18 @@ def traverse(data, key, default=None, delimiter=":"):
             try:
                 idx = int(each)
             except ValueError:
-                found = False
-                for embedded in (x for x in ptr if isinstance(x, dict)):
-                    if each in embedded:
-                        ptr = embedded[each]
-                        found = True
-                        break
-                if not found:
-                    return default
+                idx = None
+            # a map in the list that has the key wins over an index
+            found, value = _in_embedded(ptr, each if idx is None else idx)
+            if found:
+                ptr = value
+            elif idx is None:
+                return default
             else:
-                found = False
-                for embedded in (x for x in ptr if isinstance(x, dict)):
-                    if idx in embedded:
-                        ptr = embedded[idx]
-                        found = True
-                        break
-                if not found:
-                    try:
-                        ptr = ptr[idx]
-                    except IndexError:
-                        return default
+                try:
+                    ptr = ptr[idx]
+                except IndexError:
+                    return default
         else:
             try:
                 ptr = ptr[each]
