@@ -326,7 +326,7 @@ class ProcessPool final : public Renderer {
     frame += body;
 
     auto child = Acquire(deadline);
-    if (!child.ok()) return Error(child.error().code, "renderer: " + child.error().message);
+    if (!child.ok()) return Error{child.error().code, "renderer: " + child.error().message};
     Child c = *child;
 
     std::string header;
