@@ -148,7 +148,7 @@ bool Minion::SeenJid(std::string_view jid) {
 void Minion::HandleJob(Value load) {
   std::optional<Value> grains;
   if (TargetNeedsGrains(load)) grains = Grains();
-  auto targeted = IsTargeted(load, options_.id, grains ? &*grains : nullptr);
+  auto targeted = IsTargeted(load, options_.id, grains ? &*grains : nullptr, &pillar_);
   if (!targeted.ok()) {
     spdlog::debug("minion {}: invalid target: {}", options_.id, targeted.error().ToString());
     return;

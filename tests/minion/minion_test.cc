@@ -174,6 +174,17 @@ TEST_F(MinionTest, IgnoresOtherTargetsAndReportsUnknownFunctions) {
   EXPECT_EQ(*ret->FindStr("out"), "nested");
 }
 
+TEST_F(MinionTest, PillarTargetsMatchTheFetchedPillar) {
+  // The fake master's pillar is {foo: bar}: I@ and `pillar` targets match it, others do not.
+  StartMinion(Options());
+  ASSERT_TRUE(
+      master_.PublishUntil(Job("10", "test.ping", {}, "foo:bar", "pillar"), ReturnFor("10")));
+  master_.Publish(Job("11", "test.ping", {}, "I@foo:baz", "compound"));
+  ASSERT_TRUE(master_.PublishUntil(Job("12", "test.ping", {}, "I@foo:b* and minion1", "compound"),
+                                   ReturnFor("12")));
+  EXPECT_EQ(FakeMaster::CountLoads(master_.seen(), "_return", "jid", "11"), 0);
+}
+
 TEST_F(MinionTest, SurvivesAMasterRestartAndASessionKeyChange) {
   MinionOptions o = Options();
   o.random_reauth_delay = 200ms;
