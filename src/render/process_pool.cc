@@ -306,12 +306,15 @@ class ProcessPool final : public Renderer {
     cv_.notify_one();
   }
 
-  void Discard(Child& c, bool kill_first, const std::string& why) {
+  // Kills (if asked) and reaps a renderer that cannot serve again, frees its slot; returns
+  // how it ended.
+  std::string Discard(Child& c, bool kill_first, const std::string& why) {
     std::string how = Reap(c, kill_first);
     spdlog::warn("renderer {}: {} ({})", why, how, opt_.program);
     std::lock_guard lock(mu_);
     live_--;
     cv_.notify_one();
+    return how;
   }
 
   Result<wire::Value> Exchange(const wire::Value& req) {
@@ -357,13 +360,7 @@ class ProcessPool final : public Renderer {
             " ms; the renderer was killed");
       }
       crashes_++;
-      std::string how = Reap(c, true);
-      spdlog::warn("renderer died mid-request: {} ({})", how, st.error().message);
-      {
-        std::lock_guard lock(mu_);
-        live_--;
-        cv_.notify_one();
-      }
+      const std::string how = Discard(c, true, "died mid-request (" + st.error().message + ")");
       return Error::Unavailable("the renderer died (" + how + ")");
     }
     Release(c);
