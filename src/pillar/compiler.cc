@@ -124,6 +124,7 @@ class Compilation {
           (s_.pillarenv_from_saltenv && !req_.saltenv.empty()) ? req_.saltenv : s_.pillarenv;
     }
     ResolveEnvPlaceholder();
+    opts_ = BuildOpts();
     override_ = req_.pillar_override.is_map() ? req_.pillar_override : wire::Value::EmptyMap();
   }
 
@@ -176,7 +177,8 @@ class Compilation {
     return Merge(a, b, s_.merging_strategy, s_.renderer, s_.merge_lists);
   }
 
-  wire::Value Context(const wire::Value* defaults) const {
+  // The templates' `opts`: the same for every file of one compilation, built once.
+  wire::Value BuildOpts() const {
     wire::Value opts = s_.opts.is_map() ? s_.opts : wire::Value::EmptyMap();
     opts.Set("id", req_.id);
     opts.Set("minion_id", req_.id);
@@ -190,6 +192,10 @@ class Compilation {
       roots.Set(env, wire::Value(std::move(a)));
     }
     opts.Set("pillar_roots", roots);
+    return opts;
+  }
+
+  wire::Value Context(const wire::Value* defaults) const {
     wire::Value ctx = wire::Value::EmptyMap();
     if (defaults && defaults->is_map()) {
       for (const auto& [k, v] : *defaults->map()) {
@@ -198,7 +204,7 @@ class Compilation {
     }
     ctx.Set("grains", req_.grains);
     ctx.Set("pillar", template_pillar_);
-    ctx.Set("opts", opts);
+    ctx.Set("opts", opts_);
     return ctx;
   }
 
@@ -664,6 +670,7 @@ class Compilation {
   render::Renderer& renderer_;
   const PillarRequest& req_;
   wire::Value template_pillar_ = wire::Value::EmptyMap();
+  wire::Value opts_;
   Roots roots_;
   std::string pillarenv_;
   wire::Value override_;
