@@ -43,6 +43,25 @@ Status MinionData::Remove(std::string_view id) {
   return OkStatus();
 }
 
+std::optional<wire::Value> MinionData::ReadData(const std::filesystem::path& path) const {
+  auto bytes = keys::ReadFile(path);
+  if (!bytes.ok()) return std::nullopt;
+  auto data = wire::Unpack(*bytes);
+  if (!data.ok()) {
+    spdlog::warn("minion data cache {} is corrupt: {}", path.string(), data.error().message);
+    return std::nullopt;
+  }
+  return std::move(*data);
+}
+
+std::optional<wire::Value> MinionData::Pillar(std::string_view id) {
+  auto data = ReadData(dir_ / std::string(id) / "data.p");
+  if (!data) return std::nullopt;
+  const wire::Value* pillar = data->Find("pillar");
+  if (pillar == nullptr || !pillar->is_map()) return wire::Value::EmptyMap();
+  return *pillar;
+}
+
 std::optional<wire::Value> MinionData::Grains(std::string_view id) {
   const std::filesystem::path path = dir_ / std::string(id) / "data.p";
   struct stat st {};
@@ -54,13 +73,8 @@ std::optional<wire::Value> MinionData::Grains(std::string_view id) {
     auto it = cache_.find(std::string(id));
     if (it != cache_.end() && it->second.mtime_ns == mtime) return it->second.grains;
   }
-  auto bytes = keys::ReadFile(path);
-  if (!bytes.ok()) return std::nullopt;
-  auto data = wire::Unpack(*bytes);
-  if (!data.ok()) {
-    spdlog::warn("minion data cache {} is corrupt: {}", path.string(), data.error().message);
-    return std::nullopt;
-  }
+  auto data = ReadData(path);
+  if (!data) return std::nullopt;
   const wire::Value* grains = data->Find("grains");
   if (!grains || !grains->is_map()) return std::nullopt;
   std::lock_guard lock(mu_);

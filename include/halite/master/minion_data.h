@@ -42,6 +42,8 @@ class MinionData {
   wire::Value Mine(std::string_view id);
 
  private:
+  // The {grains, pillar} map of data.p; nullopt when missing or corrupt (logged).
+  std::optional<wire::Value> ReadData(const std::filesystem::path& path) const;
   struct Entry {
     std::int64_t mtime_ns = 0;
     wire::Value grains;
