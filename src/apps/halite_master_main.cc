@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "halite/common/logging.h"
+#include "halite/common/service_manager.h"
 #include "halite/config/master_config.h"
 #include "halite/daemon/master_daemon.h"
 #include "halite/daemon/pillar_setup.h"
@@ -81,6 +82,9 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
+  const std::string ready_status = "serving on " + config.interface + ": ret " +
+                                   std::to_string(config.ret_port) + ", publish " +
+                                   std::to_string(config.publish_port);
   auto daemon = halite::daemon::MasterDaemon::Create(std::move(config));
   if (!daemon.ok()) {
     spdlog::critical("cannot start: {}", daemon.error().ToString());
@@ -90,13 +94,15 @@ int main(int argc, char** argv) {
     spdlog::critical("cannot start: {}", st.error().ToString());
     return 1;
   }
+  // Type=notify: ready once every socket is bound and the keys are loaded.
+  halite::service::NotifyReady(ready_status);
   halite::daemon::MasterDaemon* d = daemon->get();
-  std::thread signal_thread([d, signals] {
+  std::thread signal_thread([d, signals, config_path] {
     for (;;) {
       int sig = 0;
       if (sigwait(&signals, &sig) != 0) continue;
       if (sig == SIGHUP) {
-        d->Reload();
+        d->Reload(config_path);
         continue;
       }
       spdlog::info("signal {}: stopping", strsignal(sig));

@@ -12,6 +12,7 @@
 #include <iostream>
 
 #include "halite/common/logging.h"
+#include "halite/common/service_manager.h"
 #include "halite/config/minion_config.h"
 #include "halite/minion/grains.h"
 #include "halite/minion/minion.h"
@@ -219,11 +220,31 @@ int main(int argc, char** argv) {
     spdlog::info("halite-minion {} ({}) started; master {}:{}", halite::kVersion, options->id,
                  options->master_ip, options->master_port);
 
+    halite::service::NotifyReady("minion " + options->id + " started; master " +
+                                 options->master_ip + ":" + std::to_string(options->master_port));
+    // systemd's watchdog (WatchdogSec=), when asked for: fed while the minion's loop answers.
+    const auto watchdog = halite::service::WatchdogInterval();
+    std::atomic<bool> loop_answered{true};
     int sig = 0;
-    while (sigwait(&signals, &sig) == 0 && sig == SIGHUP) {
+    for (;;) {
+      if (!watchdog) {
+        if (sigwait(&signals, &sig) != 0) continue;
+      } else {
+        const auto wait = std::chrono::duration_cast<std::chrono::nanoseconds>(*watchdog / 3);
+        timespec ts{static_cast<time_t>(wait.count() / 1000000000),
+                    static_cast<long>(wait.count() % 1000000000)};
+        sig = sigtimedwait(&signals, nullptr, &ts);
+        if (sig < 0) {
+          if (loop_answered.exchange(false)) halite::service::NotifyWatchdog();
+          loop.Post([&loop_answered] { loop_answered = true; });
+          continue;
+        }
+      }
+      if (sig != SIGHUP) break;
       spdlog::info("SIGHUP ignored (restart the minion to reload its config)");
     }
     spdlog::info("stopping (signal {})", sig);
+    halite::service::NotifyStopping();
 
     std::promise<void> stopped;
     loop.Post([&] {

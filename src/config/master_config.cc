@@ -306,6 +306,7 @@ Result<Loaded<MasterConfig>> MasterConfigFromYaml(const YAML::Node& root) {
   reader.WarnUnknownKeys();
   HALITE_RETURN_IF_ERROR(ProblemsToStatus(reader.problems()));
   Derive(reader, config);
+  config.source = root;
   return Loaded<MasterConfig>{std::move(config), std::move(reader.warnings())};
 }
 

@@ -13,7 +13,10 @@
 #include "halite/cluster/health_server.h"
 #include "halite/cluster/peer_channel.h"
 #include "halite/cluster/shared_state.h"
+#include "halite/common/logging.h"
+#include "halite/common/service_manager.h"
 #include "halite/daemon/pillar_setup.h"
+#include "halite/daemon/reload.h"
 #include "halite/jobs/job_cache_registry.h"
 #include "halite/keys/auth_policy.h"
 #include "halite/keys/fs.h"
@@ -46,8 +49,9 @@ struct MasterDaemon::Impl {
   jobs::JidGenerator jids;
   std::unique_ptr<master::MinionData> minion_data;
   std::unique_ptr<render::Renderer> renderer;
-  std::unique_ptr<pillar::PillarCompiler> pillar;
   master::Counters counters;
+  std::atomic<std::uint64_t> counters_reloaded{0};
+  std::atomic<std::uint64_t> counters_reload_failed{0};
   std::unique_ptr<master::ReplayGuard> replay;
   std::unique_ptr<master::EventRateLimiter> event_limits;
   master::RecentJobs recent_jobs{64};
@@ -184,6 +188,23 @@ std::optional<std::string> ProbeDirectory(const std::filesystem::path& dir,
   return std::nullopt;
 }
 
+// The key acceptance policy, with autosign_file and autoreject_file read now (again on SIGHUP).
+Result<keys::AuthPolicyOptions> AuthPolicyFrom(const config::MasterConfig& cfg) {
+  keys::AuthPolicyOptions policy;
+  policy.auto_accept = cfg.auto_accept;
+  policy.open_mode = cfg.open_mode;
+  policy.autosign_timeout = cfg.autosign_timeout;
+  if (!cfg.autosign_file.empty()) {
+    HALITE_ASSIGN_OR_RETURN(policy.autosign_patterns,
+                            keys::LoadPatternFile(cfg.autosign_file, cfg.permissive_pki_access));
+  }
+  if (!cfg.autoreject_file.empty()) {
+    HALITE_ASSIGN_OR_RETURN(policy.autoreject_patterns,
+                            keys::LoadPatternFile(cfg.autoreject_file, cfg.permissive_pki_access));
+  }
+  return policy;
+}
+
 constexpr auto kHealthPeriod = std::chrono::seconds(1);
 constexpr auto kHealthStale = std::chrono::seconds(5);
 
@@ -191,6 +212,13 @@ constexpr auto kHealthStale = std::chrono::seconds(5);
 
 void MasterDaemon::Impl::RunHealthChecks() {
   pthread_setname_np(pthread_self(), "health-check");
+  const auto watchdog = service::WatchdogInterval();
+  // At least two rounds per watchdog interval (systemd's advice), one per second otherwise.
+  auto period = std::chrono::duration_cast<std::chrono::milliseconds>(kHealthPeriod);
+  if (watchdog) {
+    period = std::min(period, std::chrono::duration_cast<std::chrono::milliseconds>(*watchdog / 3));
+    period = std::max(period, std::chrono::milliseconds(10));
+  }
   std::unique_lock lock(health_mu);
   while (!health_stop) {
     lock.unlock();
@@ -200,12 +228,23 @@ void MasterDaemon::Impl::RunHealthChecks() {
     if (auto st = job_cache->Check(); !st.ok()) {
       problems.push_back("job cache: " + st.error().message);
     }
+    // systemd's watchdog (WatchdogSec=) is fed while both loops answered within the stale
+    // window and this thread itself gets round: a hung loop, or a probe stuck on a dead
+    // shared folder, stops the feeding and systemd restarts the master. A master that is only
+    // unhealthy (shared folder refusing writes, job cache down) keeps running: /health
+    // already moves its minions away, and a restart would not heal the storage.
+    const auto stale_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(kHealthStale).count();
+    if (watchdog && NowMs() - request_loop_beat.load() <= stale_ms &&
+        NowMs() - publisher_loop_beat.load() <= stale_ms) {
+      service::NotifyWatchdog();
+    }
     request_loop->Post([this] { request_loop_beat = NowMs(); });
     publisher_loop->Post([this] { publisher_loop_beat = NowMs(); });
     lock.lock();
     health_problems = std::move(problems);
     health_checked_at = std::chrono::steady_clock::now();
-    health_cv.wait_for(lock, kHealthPeriod, [this] { return health_stop; });
+    health_cv.wait_for(lock, period, [this] { return health_stop; });
   }
 }
 
@@ -275,6 +314,9 @@ std::string MasterDaemon::Impl::Metrics() {
   line("halite_auth_total", id + ",result=\"denied\"", counters.auth_denied.load());
   line("halite_auth_total", id + ",result=\"error\"", counters.auth_errors.load());
   line("halite_auth_total", id + ",result=\"shed\"", counters.auth_shed.load());
+  help("halite_config_reloads_total", "counter", "SIGHUP reloads by result.");
+  line("halite_config_reloads_total", id + ",result=\"applied\"", counters_reloaded.load());
+  line("halite_config_reloads_total", id + ",result=\"failed\"", counters_reload_failed.load());
   help("halite_publishes_total", "counter", "Jobs published from this master.");
   line("halite_publishes_total", id, counters.publishes.load());
   help("halite_returns_total", "counter", "Job returns by outcome.");
@@ -521,7 +563,6 @@ Result<std::unique_ptr<MasterDaemon>> MasterDaemon::Create(config::MasterConfig 
   impl->aes = std::make_unique<master::AesKeyRing>(std::move(*aes));
   impl->minion_data = std::make_unique<master::MinionData>(cachedir);
   impl->renderer = MakeRendererPool(cfg);
-  impl->pillar = std::make_unique<pillar::PillarCompiler>(PillarSettingsFrom(cfg), *impl->renderer);
 
   jobs::JobCacheRegistry registry;
   jobs::RegisterBuiltinJobCaches(registry);
@@ -531,18 +572,7 @@ Result<std::unique_ptr<MasterDaemon>> MasterDaemon::Create(config::MasterConfig 
                                        jobs::JobCacheContext{cachedir, cfg.id}, job_cache_options));
   HALITE_ASSIGN_OR_RETURN(impl->ctx.root_key, LoadOrCreateRootKey(cachedir));
 
-  keys::AuthPolicyOptions policy;
-  policy.auto_accept = cfg.auto_accept;
-  policy.open_mode = cfg.open_mode;
-  policy.autosign_timeout = cfg.autosign_timeout;
-  if (!cfg.autosign_file.empty()) {
-    HALITE_ASSIGN_OR_RETURN(policy.autosign_patterns,
-                            keys::LoadPatternFile(cfg.autosign_file, cfg.permissive_pki_access));
-  }
-  if (!cfg.autoreject_file.empty()) {
-    HALITE_ASSIGN_OR_RETURN(policy.autoreject_patterns,
-                            keys::LoadPatternFile(cfg.autoreject_file, cfg.permissive_pki_access));
-  }
+  HALITE_ASSIGN_OR_RETURN(keys::AuthPolicyOptions policy, AuthPolicyFrom(cfg));
 
   impl->zmq_context.set(zmq::ctxopt::max_sockets, 65535);
   impl->zmq_context.set(zmq::ctxopt::io_threads, 1);
@@ -603,7 +633,7 @@ Result<std::unique_ptr<MasterDaemon>> MasterDaemon::Create(config::MasterConfig 
   }
 
   MasterContext& ctx = impl->ctx;
-  ctx.config = &impl->config;
+  ctx.config.Set(std::make_shared<const config::MasterConfig>(impl->config));
   ctx.key_store = impl->key_store.get();
   ctx.minion_keys = impl->minion_keys.get();
   ctx.session_keys = impl->session_keys.get();
@@ -616,8 +646,9 @@ Result<std::unique_ptr<MasterDaemon>> MasterDaemon::Create(config::MasterConfig 
                       : static_cast<master::JobPublisher*>(impl->publisher.get());
   ctx.events = impl->publisher.get();
   ctx.minion_data = impl->minion_data.get();
-  ctx.pillar = impl->pillar.get();
-  ctx.auth_policy = std::move(policy);
+  ctx.pillar.Set(
+      std::make_shared<const pillar::PillarCompiler>(PillarSettingsFrom(cfg), *impl->renderer));
+  ctx.auth_policy.Set(std::make_shared<const keys::AuthPolicyOptions>(std::move(policy)));
   ctx.counters = &impl->counters;
   if (cfg.request_server_ttl.count() > 0) {
     impl->replay = std::make_unique<master::ReplayGuard>(kNoncesPerMinion, cfg.request_server_ttl);
@@ -686,8 +717,10 @@ void MasterDaemon::RunUntilStopped() {
       next = std::chrono::steady_clock::now() + interval;
       // Maintenance: job retention and the rotation drop file (salt-wire 5.1, 9.5).
       impl.workers->Post([&impl] {
-        if (impl.config.keep_jobs_seconds.count() > 0) {
-          auto removed = impl.job_cache->CleanOld(impl.config.keep_jobs_seconds);
+        // keep_jobs_seconds can change on SIGHUP: read it from the live config.
+        const auto keep = impl.ctx.config->keep_jobs_seconds;
+        if (keep.count() > 0) {
+          auto removed = impl.job_cache->CleanOld(keep);
           if (!removed.ok()) {
             spdlog::error("job cache cleanup: {}", removed.error().ToString());
           } else if (*removed > 0) {
@@ -746,14 +779,60 @@ void MasterDaemon::RequestStop() {
   stop_cv_.notify_all();
 }
 
-void MasterDaemon::Reload() {
-  spdlog::info("SIGHUP: configuration reload is limited to the log level in this version");
+std::string MasterDaemon::Reload(const std::filesystem::path& config_path) {
+  auto& impl = *impl_;
+  service::NotifyReloading();
+  auto fail = [&](const std::string& why) {
+    impl.counters_reload_failed++;
+    spdlog::error("SIGHUP: {}; still running with the previous settings", why);
+    std::string status = "reload failed: " + why;
+    service::NotifyReady(status);
+    return status;
+  };
+  auto loaded = config::LoadMasterConfig(config_path);
+  if (!loaded.ok()) return fail(config_path.string() + ": " + loaded.error().message);
+  for (const auto& warning : loaded->warnings)
+    spdlog::warn("{}: {}", config_path.string(), warning);
+  const auto running = impl.ctx.config.Get();
+  ReloadPlan plan = PlanReload(*running, loaded->config);
+  // Everything that can fail comes first, so that a reload applies all or nothing.
+  std::shared_ptr<const keys::AuthPolicyOptions> policy;
+  auto next_policy = AuthPolicyFrom(plan.effective);  // pattern files are read again anyway
+  if (!next_policy.ok()) return fail(next_policy.error().ToString());
+  policy = std::make_shared<const keys::AuthPolicyOptions>(std::move(*next_policy));
+  std::shared_ptr<const pillar::PillarCompiler> compiler;
+  if (plan.pillar_changed) {
+    compiler = std::make_shared<const pillar::PillarCompiler>(PillarSettingsFrom(plan.effective),
+                                                              *impl.renderer);
+  }
+  if (plan.log_level_changed) {
+    if (auto level = ParseLogLevel(plan.effective.log_level)) spdlog::set_level(*level);
+  }
+  impl.ctx.auth_policy.Set(std::move(policy));
+  if (compiler) impl.ctx.pillar.Set(std::move(compiler));
+  impl.ctx.config.Set(std::make_shared<const config::MasterConfig>(std::move(plan.effective)));
+  impl.counters_reloaded++;
+  auto join = [](const std::vector<std::string>& keys) {
+    std::string out;
+    for (const auto& k : keys) out += (out.empty() ? "" : ", ") + k;
+    return out.empty() ? std::string("none") : out;
+  };
+  std::string status = "reloaded; applied: " + join(plan.applied);
+  if (!plan.need_restart.empty()) status += "; restart needed for: " + join(plan.need_restart);
+  if (plan.need_restart.empty()) {
+    spdlog::info("SIGHUP: {}", status);
+  } else {
+    spdlog::warn("SIGHUP: {}", status);
+  }
+  service::NotifyReady(status);
+  return status;
 }
 
 void MasterDaemon::Stop() {
   auto& impl = *impl_;
   if (impl.stopped) return;
   impl.stopped = true;
+  if (impl.started) service::NotifyStopping();
   if (impl.health_server) impl.health_server->Stop();
   {
     std::lock_guard lock(impl.health_mu);

@@ -201,7 +201,7 @@ void HandlePillar(MasterContext& ctx, AesRequest req) {
   if (grains_in && grains_in->is_map() && keys::ValidMinionId(req.id)) {
     wire::Value grains = *grains_in;
     grains.Set("id", req.id);
-    if (ctx.pillar) {
+    if (auto compiler = ctx.pillar.Get()) {
       pillar::PillarRequest preq;
       preq.id = req.id;
       preq.grains = grains;
@@ -210,7 +210,7 @@ void HandlePillar(MasterContext& ctx, AesRequest req) {
       if (const wire::Value* o = req.load.Find("pillar_override"); o && o->is_map()) {
         preq.pillar_override = *o;
       }
-      pillar = ctx.pillar->Compile(preq);
+      pillar = compiler->Compile(preq);
     }
     if (ctx.config->minion_data_cache && !req.replayed) {
       if (auto st = ctx.minion_data->Store(req.id, grains, pillar); !st.ok()) {
@@ -425,7 +425,7 @@ void DispatchAes(MasterContext& ctx, const std::string& cmd, AesRequest req) {
   if (cmd == "_return") return HandleReturn(ctx, std::move(req));
   if (cmd == "_pillar") return HandlePillar(ctx, std::move(req));
   if (cmd == "_minion_event") return HandleMinionEvent(ctx, std::move(req));
-  if (auto handled = HandleFileCommand(*ctx.config, cmd, req.load)) {
+  if (auto handled = HandleFileCommand(*ctx.config.Get(), cmd, req.load)) {
     req.reply(ReplyKind::kEncrypted, std::move(*handled));
     return;
   }

@@ -116,7 +116,7 @@ void HandleAuth(MasterContext& ctx, const wire::Value& load, int version,
       return;
     }
   }
-  auto decision = keys::DecideAuth(*ctx.key_store, ctx.auth_policy, *id, *pub);
+  auto decision = keys::DecideAuth(*ctx.key_store, *ctx.auth_policy.Get(), *id, *pub);
   if (!decision.ok()) {
     // A storage problem is ours, not the minion's: "full" makes it retry later instead of
     // exiting as it would on ret: False.

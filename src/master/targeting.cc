@@ -36,7 +36,8 @@ Result<Resolved> ResolveTargets(MasterContext& ctx, const wire::Value& tgt,
   HALITE_ASSIGN_OR_RETURN(std::vector<std::string> accepted,
                           ctx.key_store->List(keys::KeyState::kAccepted));
   Resolved out;
-  const wire::Nodegroups* nodegroups = ctx.config != nullptr ? &ctx.config->nodegroups : nullptr;
+  const auto config = ctx.config.Get();
+  const wire::Nodegroups* nodegroups = config != nullptr ? &config->nodegroups : nullptr;
   // Expand nodegroups once, not once per minion.
   wire::Value expr = tgt;
   std::string type = tgt_type;

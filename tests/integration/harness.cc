@@ -58,7 +58,25 @@ std::string ReadFileOrEmpty(const std::filesystem::path& path) {
 
 namespace {
 
-pid_t Spawn(const std::vector<std::string>& argv, int out_fd, int err_fd) {
+// `env`: "KEY=VALUE" entries added to (or replacing in) this process's environment.
+pid_t Spawn(const std::vector<std::string>& argv, int out_fd, int err_fd,
+            const std::vector<std::string>& env = {}) {
+  // Built before fork: the child only execs.
+  std::vector<std::string> environment;
+  for (char** e = environ; *e != nullptr; ++e) {
+    std::string entry = *e;
+    std::string key = entry.substr(0, entry.find('='));
+    bool replaced = false;
+    for (const auto& extra : env) replaced |= extra.substr(0, extra.find('=')) == key;
+    if (!replaced) environment.push_back(std::move(entry));
+  }
+  environment.insert(environment.end(), env.begin(), env.end());
+  std::vector<char*> envp;
+  for (auto& e : environment) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
   pid_t pid = ::fork();
   if (pid == 0) {
     ::dup2(out_fd, 1);
@@ -68,11 +86,8 @@ pid_t Spawn(const std::vector<std::string>& argv, int out_fd, int err_fd) {
     ::setpgid(0, 0);
     // Children die with the test process, even when it is killed by a timeout.
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    ::execv(args[0], args.data());
-    std::perror("execv");
+    ::execve(args[0], args.data(), envp.data());
+    std::perror("execve");
     ::_exit(127);
   }
   return pid;
@@ -119,11 +134,12 @@ CommandResult Run(const std::vector<std::string>& argv, std::chrono::millisecond
   return result;
 }
 
-Process::Process(std::vector<std::string> argv, std::filesystem::path log_file)
+Process::Process(std::vector<std::string> argv, std::filesystem::path log_file,
+                 const std::vector<std::string>& env)
     : log_file_(std::move(log_file)) {
   std::filesystem::create_directories(log_file_.parent_path());
   int fd = ::open(log_file_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
-  pid_ = Spawn(argv, fd, fd);
+  pid_ = Spawn(argv, fd, fd, env);
   ::close(fd);
 }
 
@@ -219,7 +235,7 @@ void MasterUnderTest::StartAsync() {
   }
   process_ = std::make_unique<Process>(
       std::vector<std::string>{BinaryPath("halite-master").string(), "-c", config_.string()},
-      dir_ / "master.log");
+      dir_ / "master.log", spec_.env);
 }
 
 void MasterUnderTest::WaitReady() {

@@ -45,7 +45,9 @@ CommandResult Run(const std::vector<std::string>& argv,
 // A child process with its output in files; killed (SIGKILL) on destruction if still alive.
 class Process {
  public:
-  Process(std::vector<std::string> argv, std::filesystem::path log_file);
+  // `env`: "KEY=VALUE" entries added to the inherited environment.
+  Process(std::vector<std::string> argv, std::filesystem::path log_file,
+          const std::vector<std::string>& env = {});
   ~Process();
   Process(const Process&) = delete;
   Process& operator=(const Process&) = delete;
@@ -96,6 +98,8 @@ struct MasterSpec {
   std::string file_roots;
   // The same for pillar_roots; empty: base: [<dir>/pillar].
   std::string pillar_roots;
+  // "KEY=VALUE" entries added to the master's environment (NOTIFY_SOCKET, WATCHDOG_USEC).
+  std::vector<std::string> env;
 };
 
 // One halite-master with its own dirs under `root`.

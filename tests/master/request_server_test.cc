@@ -114,7 +114,7 @@ TEST_F(RequestServerTest, SignInsThatWaitedPastAuthQueueTimeoutAreDroppedUnanswe
   config.auth_queue_timeout_ms = 300ms;
   Counters counters;
   MasterContext ctx;
-  ctx.config = &config;
+  ctx.config.Set(std::make_shared<const config::MasterConfig>(config));
   ctx.counters = &counters;
   Gate gate;
   std::shared_future<void> released = gate.Opened();

@@ -156,6 +156,10 @@ struct MasterConfig {
   std::uint64_t request_queue_max_bytes = 1024ull * 1024 * 1024;
   int return_batch_max = 512;                             // job returns per group commit
   std::chrono::milliseconds return_fsync_interval_ms{0};  // group commit wait; 0: none
+
+  // The document this was parsed from (includes merged; null for all defaults): what a reload
+  // compares key by key (daemon/reload.h).
+  YAML::Node source;
 };
 
 // Parses and validates master config YAML. An empty document means all defaults; a top level

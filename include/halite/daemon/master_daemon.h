@@ -6,8 +6,10 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <filesystem>
 #include <memory>
 #include <mutex>
+#include <string>
 
 #include "halite/common/result.h"
 #include "halite/config/master_config.h"
@@ -25,8 +27,11 @@ class MasterDaemon {
   void RunUntilStopped();
   // Thread-safe (not async-signal-safe: call it from a thread that sigwait()s).
   void RequestStop();
-  // Reloads what is safe to reload (auth policy files, log level).
-  void Reload();
+  // SIGHUP: reads `config_path` again and applies the keys that are safe to change live
+  // (daemon/reload.h), re-reading autosign_file and autoreject_file; says through the service
+  // manager and the log which changed keys need a restart. A file that does not load changes
+  // nothing. Returns the status line it reported. Call it from one thread at a time.
+  std::string Reload(const std::filesystem::path& config_path);
   void Stop();
 
  private:

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <functional>
 #include <iterator>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -72,8 +73,26 @@ struct Counters {
 
 class RecentJobs;  // targeting.h
 
+// A setting that SIGHUP may replace while handlers run (MasterDaemon::Reload): readers get a
+// snapshot that stays valid for as long as they hold it. `setting->field` holds the snapshot
+// for the full expression; keep Get()'s result to use it across statements.
+template <typename T>
+class LiveSetting {
+ public:
+  std::shared_ptr<const T> Get() const { return value_.load(std::memory_order_acquire); }
+  void Set(std::shared_ptr<const T> value) {
+    value_.store(std::move(value), std::memory_order_release);
+  }
+  std::shared_ptr<const T> operator->() const { return Get(); }
+  explicit operator bool() const { return Get() != nullptr; }
+
+ private:
+  std::atomic<std::shared_ptr<const T>> value_;
+};
+
 struct MasterContext {
-  const config::MasterConfig* config = nullptr;
+  // config, pillar and auth_policy are what a reload replaces (the rest is fixed at start).
+  LiveSetting<config::MasterConfig> config;
   keys::KeyStore* key_store = nullptr;  // pki_dir, or cluster_pki_dir in a cluster
   MinionKeys* minion_keys = nullptr;
   SessionKeys* session_keys = nullptr;
@@ -85,8 +104,8 @@ struct MasterContext {
   JobPublisher* publisher = nullptr;
   EventSink* events = nullptr;
   MinionData* minion_data = nullptr;
-  const pillar::PillarCompiler* pillar = nullptr;  // null: every minion gets an empty pillar
-  keys::AuthPolicyOptions auth_policy;
+  LiveSetting<pillar::PillarCompiler> pillar;  // null: every minion gets an empty pillar
+  LiveSetting<keys::AuthPolicyOptions> auth_policy;
   std::string root_key;  // <cachedir>/.root_key: what local CLIs must present
   Counters* counters = nullptr;
   ReplayGuard* replay = nullptr;             // null: no nonce memory
