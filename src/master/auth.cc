@@ -116,7 +116,10 @@ void HandleAuth(MasterContext& ctx, const wire::Value& load, int version,
       return;
     }
   }
-  auto decision = keys::DecideAuth(*ctx.key_store, *ctx.auth_policy.Get(), *id, *pub);
+  // No policy set (a context built by hand): every new key waits for an operator.
+  static const keys::AuthPolicyOptions kNoAutoAccept;
+  const auto policy = ctx.auth_policy.Get();
+  auto decision = keys::DecideAuth(*ctx.key_store, policy ? *policy : kNoAutoAccept, *id, *pub);
   if (!decision.ok()) {
     // A storage problem is ours, not the minion's: "full" makes it retry later instead of
     // exiting as it would on ret: False.
