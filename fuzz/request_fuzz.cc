@@ -195,8 +195,8 @@ struct Harness {
     aes = std::make_unique<master::AesKeyRing>(*wire::Crypticle::FromKeyString(kAesKey));
     minion_data = std::make_unique<master::MinionData>(config.cachedir);
 
-    ctx.config.Set(std::make_shared<const config::MasterConfig>(config));
-    ctx.auth_policy.Set(std::make_shared<const keys::AuthPolicyOptions>());
+    ctx.config.Set(std::make_shared<const halite::config::MasterConfig>(config));
+    ctx.auth_policy.Set(std::make_shared<const halite::keys::AuthPolicyOptions>());
     ctx.key_store = key_store.get();
     ctx.minion_keys = minion_keys.get();
     ctx.session_keys = session_keys.get();
