@@ -190,6 +190,26 @@ Result<std::vector<std::string>> LocalClient::WaitForReturns(
     }
     return true;
   };
+  // Returns that reached the job cache without their event reaching us (the minion's master
+  // could not forward it: a cut peer link, a master that died after storing): looked up
+  // whenever no event has come for a while, so the CLI prints them and finishes without
+  // waiting out the timeout. 1 s after the last news, then backing off to every 5 s.
+  auto reconcile = [&] {
+    auto stored = LookupJid(job.jid);
+    if (!stored.ok()) return;
+    const wire::Value* rets = stored->Find("returns");
+    if (rets == nullptr || rets->map() == nullptr) return;
+    for (const auto& [k, v] : *rets->map()) {
+      if (!k.str()) continue;
+      MinionReturn r = FromEventData(v);
+      r.id = *k.str();
+      deliver(std::move(r));
+    }
+  };
+  constexpr auto kQuietBeforePoll = std::chrono::milliseconds(1000);
+  constexpr auto kMaxPollInterval = std::chrono::milliseconds(5000);
+  auto poll_interval = kQuietBeforePoll;
+  auto next_poll = Clock::now() + kQuietBeforePoll;
   auto deadline = Clock::now() + options.timeout;
   std::string find_jid;
   std::string find_prefix;
@@ -223,30 +243,30 @@ Result<std::vector<std::string>> LocalClient::WaitForReturns(
       deadline = Clock::now() + std::max(options.timeout, std::chrono::milliseconds(1000));
       continue;
     }
-    auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);
-    HALITE_ASSIGN_OR_RETURN(auto event, NextEvent(std::min(wait, std::chrono::milliseconds(250))));
+    if (now >= next_poll) {
+      reconcile();
+      poll_interval = std::min(poll_interval * 2, kMaxPollInterval);
+      next_poll = Clock::now() + poll_interval;
+      continue;
+    }
+    auto wait =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::min(deadline, next_poll) - now);
+    // Never negative: zmq::poll would wait forever.
+    wait = std::clamp(wait, std::chrono::milliseconds(0), std::chrono::milliseconds(250));
+    HALITE_ASSIGN_OR_RETURN(auto event, NextEvent(wait));
     if (!event) continue;
     const std::string& tag = event->first;
     if (tag.rfind(prefix, 0) == 0) {
       deliver(FromEventData(event->second));
+      poll_interval = kQuietBeforePoll;  // news: the events flow, no need to look yet
+      next_poll = Clock::now() + kQuietBeforePoll;
     } else if (!find_prefix.empty() && tag.rfind(find_prefix, 0) == 0) {
       MinionReturn r = FromEventData(event->second);
       if (r.ret.Truthy() && !returned.count(r.id)) running.insert(r.id);
     }
   }
-  // Reconcile with the job cache: a return stored while its event was lost still counts.
-  auto stored = LookupJid(job.jid);
-  if (stored.ok()) {
-    if (const wire::Map* rets =
-            stored->Find("returns") ? stored->Find("returns")->map() : nullptr) {
-      for (const auto& [k, v] : *rets) {
-        if (!k.str()) continue;
-        MinionReturn r = FromEventData(v);
-        r.id = *k.str();
-        deliver(std::move(r));
-      }
-    }
-  }
+  // A last look: a return stored while its event was lost still counts.
+  if (!all_in()) reconcile();
   std::vector<std::string> missing;
   for (const auto& id : expected) {
     if (!returned.count(id)) missing.push_back(id);

@@ -13,6 +13,7 @@
 #include <mutex>
 #include <thread>
 
+#include "halite/wire/event.h"
 #include "scratch_dir.h"
 
 namespace halite::client {
@@ -44,7 +45,10 @@ TEST(ParseCliArgsTest, KeyValueArgsBecomeOneTrailingKwargMap) {
 class ScriptedMaster {
  public:
   using Answer = std::function<std::optional<wire::Value>(const wire::Value& load)>;
-  ScriptedMaster(const fs::path& sock_dir, Answer answer) : answer_(std::move(answer)) {
+  // with_events: also the event bus (PUB on <sock_dir>/halite_event_pub.ipc), which echoes
+  // `_halite_probe` as the real master does, so that SubscribeEvents succeeds.
+  ScriptedMaster(const fs::path& sock_dir, Answer answer, bool with_events = false)
+      : answer_(std::move(answer)), sock_dir_(sock_dir), with_events_(with_events) {
     std::promise<void> bound;
     thread_ = std::thread([this, endpoint = "ipc://" + (sock_dir / "halite_req.ipc").string(),
                            &bound] { Run(endpoint, bound); });
@@ -65,6 +69,9 @@ class ScriptedMaster {
     zmq::socket_t router(context, zmq::socket_type::router);
     router.set(zmq::sockopt::linger, 0);
     router.bind(endpoint);
+    zmq::socket_t events(context, zmq::socket_type::pub);
+    events.set(zmq::sockopt::linger, 0);
+    if (with_events_) events.bind("ipc://" + (sock_dir_ / "halite_event_pub.ipc").string());
     bound.set_value();
     while (!stop_) {
       zmq::pollitem_t item{static_cast<void*>(router), 0, ZMQ_POLLIN, 0};
@@ -81,6 +88,12 @@ class ScriptedMaster {
         std::lock_guard lock(mu_);
         loads_.push_back(load);
       }
+      const std::string* cmd = load.FindStr("cmd");
+      const std::string* nonce = load.FindStr("nonce");
+      if (with_events_ && cmd && *cmd == "_halite_probe" && nonce) {
+        events.send(
+            zmq::buffer(wire::PackEvent("halite/probe/" + *nonce, wire::Value::EmptyMap())));
+      }
       std::optional<wire::Value> reply = answer_(load);
       if (!reply) continue;
       router.send(id, zmq::send_flags::sndmore);
@@ -90,6 +103,8 @@ class ScriptedMaster {
   }
 
   Answer answer_;
+  fs::path sock_dir_;
+  bool with_events_;
   std::atomic<bool> stop_{false};
   std::mutex mu_;
   std::vector<wire::Value> loads_;  // guarded by mu_
@@ -178,6 +193,48 @@ TEST_F(LocalClientTest, EachKindOfRefusalHasItsOwnErrorCode) {
   ASSERT_FALSE(after.ok());
   EXPECT_EQ(after.error().code, ErrorCode::kFailedPrecondition);
   EXPECT_EQ(master.Loads().size(), 5u);
+}
+
+// A return whose event never reached this master (its minion's master stored it but could
+// not forward the event) is found in the job cache once the events go quiet, long before the
+// timeout: no find_job is ever published. Without the lookups while waiting, the client
+// would sit out the 20 s timeout and publish find_job before its last look.
+TEST_F(LocalClientTest, ReturnsOnlyInTheJobCacheArriveWithoutWaitingOutTheTimeout) {
+  WriteRootKey("ROOTKEY");
+  std::atomic<int> lookups{0};
+  auto ret = [](bool value) {
+    return wire::Value::MapOf({{"return", value}, {"retcode", 0}, {"success", true}});
+  };
+  ScriptedMaster master(
+      dir_,
+      [&](const wire::Value& load) -> std::optional<wire::Value> {
+        wire::Value out = wire::Value::MapOf({{"ok", true}});
+        if (*load.FindStr("cmd") == "_halite_lookup_jid") {
+          // m1 is stored from the first look on, m2 only from the second.
+          wire::Value rets = wire::Value::MapOf({{"m1", ret(true)}});
+          if (++lookups >= 2) rets.Set("m2", ret(false));
+          out = wire::Value::MapOf({{"jid", *load.FindStr("jid")}, {"returns", rets}});
+        }
+        return wire::Value::MapOf({{"enc", "clear"}, {"load", out}});
+      },
+      /*with_events=*/true);
+  auto client = Connect();
+  ASSERT_NE(client, nullptr);
+  ASSERT_TRUE(client->SubscribeEvents().ok());
+  PublishReply job{"20261202030405123456", {"m1", "m2"}, {}};
+  WaitOptions wait;
+  wait.timeout = 20s;
+  std::vector<std::string> got;
+  auto missing =
+      client->WaitForReturns(job, wait, [&](const MinionReturn& r) { got.push_back(r.id); });
+  ASSERT_TRUE(missing.ok()) << missing.error().ToString();
+  EXPECT_TRUE(missing->empty());
+  EXPECT_EQ(got, (std::vector<std::string>{"m1", "m2"}));
+  EXPECT_EQ(lookups.load(), 2);
+  for (const auto& load : master.Loads()) {
+    const std::string cmd = *load.FindStr("cmd");
+    EXPECT_TRUE(cmd == "_halite_probe" || cmd == "_halite_lookup_jid") << load.ToJson();
+  }
 }
 
 }  // namespace

@@ -69,9 +69,11 @@ class LocalClient {
   Status SubscribeEvents();
   Result<PublishReply> Publish(const PublishRequest& request);
   // Streams `salt/job/<jid>/ret/<id>` events until every expected minion answered or the
-  // timeout passed (extended while minions report the job still running), then reconciles
-  // with the job cache through the master so that a return whose event was lost is still
-  // reported. `on_return` runs once per minion. Returns the ids that never answered.
+  // timeout passed (extended while minions report the job still running). Whenever no event
+  // has come for a second it also looks the job up in the job cache (backing off to every
+  // 5 s), and once more at the end, so a return whose event never reached this master (a cut
+  // peer link, a master that died after storing it) is still reported, as soon as it is
+  // stored. `on_return` runs once per minion. Returns the ids that never answered.
   Result<std::vector<std::string>> WaitForReturns(
       const PublishReply& job, const WaitOptions& options,
       const std::function<void(const MinionReturn&)>& on_return);
