@@ -1,10 +1,15 @@
 // halite-master: one per node. `halite-master -c /etc/halite/master [--check] [--version]`.
+#include <pwd.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstring>
 #include <iostream>
+#include <optional>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "halite/common/logging.h"
 #include "halite/common/service_manager.h"
@@ -20,6 +25,17 @@ void Usage() {
                "  -c, --config PATH   master config (default /etc/halite/master)\n"
                "  --check             validate the config and exit (78 when invalid)\n"
                "  -l, --log-level L   override log_level\n";
+}
+
+// `user: root` (Salt's default) while running as another user: halite never switches users,
+// so what it writes belongs to the user running it. Another `user:` value already warns.
+std::optional<std::string> RunningUserMismatch(const std::string& configured) {
+  if (configured != "root" || ::geteuid() == 0) return std::nullopt;
+  std::string running = std::to_string(::geteuid());
+  if (const passwd* pw = ::getpwuid(::geteuid()); pw != nullptr) running = pw->pw_name;
+  return "user: ignored: halite-master runs as '" + running +
+         "', not as 'root' (it never switches users); pki_dir, cachedir and sock_dir must be " +
+         "writable by '" + running + "' (docs/migrate.md)";
 }
 
 }  // namespace
@@ -52,7 +68,10 @@ int main(int argc, char** argv) {
     std::cerr << "halite-master: " << config_path << ": " << loaded.error().message << "\n";
     return halite::config::kExitConfig;
   }
-  for (const auto& warning : loaded->warnings) {
+  // Every setting halite does not honour, one per line, at every start and with --check.
+  std::vector<std::string> warnings = std::move(loaded->warnings);
+  if (auto user = RunningUserMismatch(loaded->config.user)) warnings.push_back(*user);
+  for (const auto& warning : warnings) {
     std::cerr << "halite-master: warning: " << warning << "\n";
   }
   if (check_only) {
@@ -72,6 +91,10 @@ int main(int argc, char** argv) {
   if (auto st = halite::SetUpLogging(log_options); !st.ok()) {
     std::cerr << "halite-master: " << st.error().message << "\n";
     return halite::config::kExitConfig;
+  }
+  // Said on stderr above; the log file gets them too, where an operator reads the rest.
+  if (!config.log_file.empty()) {
+    for (const auto& warning : warnings) spdlog::warn("config: {}", warning);
   }
   // Signals are taken by one thread with sigwait; every other thread inherits the mask.
   sigset_t signals;
