@@ -29,10 +29,14 @@ void Usage() {
 
 // `user: root` (Salt's default) while running as another user: halite never switches users,
 // so what it writes belongs to the user running it. Another `user:` value already warns.
+std::string RunningUser() {
+  if (const passwd* pw = ::getpwuid(::geteuid()); pw != nullptr) return pw->pw_name;
+  return std::to_string(::geteuid());
+}
+
 std::optional<std::string> RunningUserMismatch(const std::string& configured) {
   if (configured != "root" || ::geteuid() == 0) return std::nullopt;
-  std::string running = std::to_string(::geteuid());
-  if (const passwd* pw = ::getpwuid(::geteuid()); pw != nullptr) running = pw->pw_name;
+  const std::string running = RunningUser();
   return "user: ignored: halite-master runs as '" + running +
          "', not as 'root' (it never switches users); pki_dir, cachedir and sock_dir must be " +
          "writable by '" + running + "' (docs/migrate.md)";
@@ -108,9 +112,15 @@ int main(int argc, char** argv) {
   const std::string ready_status = "serving on " + config.interface + ": ret " +
                                    std::to_string(config.ret_port) + ", publish " +
                                    std::to_string(config.publish_port);
+  const std::string dirs = config.pki_dir + ", " + config.cachedir + " and " + config.sock_dir;
   auto daemon = halite::daemon::MasterDaemon::Create(std::move(config));
   if (!daemon.ok()) {
     spdlog::critical("cannot start: {}", daemon.error().ToString());
+    // Typically Salt's root-owned directories under a non-root halite-master.
+    if (daemon.error().code == halite::ErrorCode::kPermissionDenied) {
+      spdlog::critical("halite-master runs as '{}', which must own {} (docs/migrate.md)",
+                       RunningUser(), dirs);
+    }
     return 1;
   }
   if (auto st = (*daemon)->Start(); !st.ok()) {
