@@ -1,10 +1,15 @@
 // halite-master: one per node. `halite-master -c /etc/halite/master [--check] [--version]`.
+#include <pwd.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstring>
 #include <iostream>
+#include <optional>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "halite/common/logging.h"
 #include "halite/common/service_manager.h"
@@ -20,6 +25,21 @@ void Usage() {
                "  -c, --config PATH   master config (default /etc/halite/master)\n"
                "  --check             validate the config and exit (78 when invalid)\n"
                "  -l, --log-level L   override log_level\n";
+}
+
+// `user: root` (Salt's default) while running as another user: halite never switches users,
+// so what it writes belongs to the user running it. Another `user:` value already warns.
+std::string RunningUser() {
+  if (const passwd* pw = ::getpwuid(::geteuid()); pw != nullptr) return pw->pw_name;
+  return std::to_string(::geteuid());
+}
+
+std::optional<std::string> RunningUserMismatch(const std::string& configured) {
+  if (configured != "root" || ::geteuid() == 0) return std::nullopt;
+  const std::string running = RunningUser();
+  return "user: ignored: halite-master runs as '" + running +
+         "', not as 'root' (it never switches users); pki_dir, cachedir and sock_dir must be " +
+         "writable by '" + running + "' (docs/migrate.md)";
 }
 
 }  // namespace
@@ -52,7 +72,10 @@ int main(int argc, char** argv) {
     std::cerr << "halite-master: " << config_path << ": " << loaded.error().message << "\n";
     return halite::config::kExitConfig;
   }
-  for (const auto& warning : loaded->warnings) {
+  // Every setting halite does not honour, one per line, at every start and with --check.
+  std::vector<std::string> warnings = std::move(loaded->warnings);
+  if (auto user = RunningUserMismatch(loaded->config.user)) warnings.push_back(*user);
+  for (const auto& warning : warnings) {
     std::cerr << "halite-master: warning: " << warning << "\n";
   }
   if (check_only) {
@@ -73,6 +96,10 @@ int main(int argc, char** argv) {
     std::cerr << "halite-master: " << st.error().message << "\n";
     return halite::config::kExitConfig;
   }
+  // Said on stderr above; the log file gets them too, where an operator reads the rest.
+  if (!config.log_file.empty()) {
+    for (const auto& warning : warnings) spdlog::warn("config: {}", warning);
+  }
   // Signals are taken by one thread with sigwait; every other thread inherits the mask.
   sigset_t signals;
   sigemptyset(&signals);
@@ -85,9 +112,15 @@ int main(int argc, char** argv) {
   const std::string ready_status = "serving on " + config.interface + ": ret " +
                                    std::to_string(config.ret_port) + ", publish " +
                                    std::to_string(config.publish_port);
+  const std::string dirs = config.pki_dir + ", " + config.cachedir + " and " + config.sock_dir;
   auto daemon = halite::daemon::MasterDaemon::Create(std::move(config));
   if (!daemon.ok()) {
     spdlog::critical("cannot start: {}", daemon.error().ToString());
+    // Typically Salt's root-owned directories under a non-root halite-master.
+    if (daemon.error().code == halite::ErrorCode::kPermissionDenied) {
+      spdlog::critical("halite-master runs as '{}', which must own {} (docs/migrate.md)",
+                       RunningUser(), dirs);
+    }
     return 1;
   }
   if (auto st = (*daemon)->Start(); !st.ok()) {

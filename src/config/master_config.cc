@@ -4,6 +4,7 @@
 
 #include "checks.h"
 #include "halite/config/yaml.h"
+#include "salt_master_keys.h"
 
 namespace halite::config {
 namespace {
@@ -232,27 +233,28 @@ void CheckCluster(YamlMapReader& r, const MasterConfig& c) {
   }
 }
 
-// Salt keys halite reads but does not act on: said at start and by --check, never silent.
+// Salt keys halite reads but does not act on: said at start and by --check, never silent,
+// in the form of DescribeUnreadMasterKey's lines ("key: not supported: why").
 void WarnNotImplemented(YamlMapReader& r, const MasterConfig& c) {
   if (!c.store_returns) {
     r.AddWarning(
-        "job_cache: False is not implemented yet: returns are still written to the job "
-        "cache (events are fired either way)");
+        "job_cache: not supported: False (not implemented yet): returns are still written to "
+        "the job cache (events are fired either way)");
   }
   if (c.zmq_filtering) {
     r.AddWarning(
-        "zmq_filtering: True is not implemented: every publish goes to every minion, "
-        "which matches the target itself (as with False)");
+        "zmq_filtering: not supported: True is not implemented: every publish goes to every "
+        "minion, which matches the target itself (as with False)");
   }
   if (c.presence_events) {
     r.AddWarning(
-        "presence_events: True is not implemented yet: no salt/presence events are "
-        "fired");
+        "presence_events: not supported: True is not implemented yet: no salt/presence events "
+        "are fired");
   }
   if (c.user != "root") {
     r.AddWarning(
-        "user: halite-master does not switch users; it runs as the user that starts it "
-        "(got '" +
+        "user: not supported: halite-master does not switch users; it runs as the user that "
+        "starts it (got '" +
         c.user + "')");
   }
 }
@@ -303,7 +305,7 @@ Result<Loaded<MasterConfig>> MasterConfigFromYaml(const YAML::Node& root) {
   MasterConfig config;
   ReadAll(reader, config);
   Validate(reader, config);
-  reader.WarnUnknownKeys();
+  reader.WarnUnknownKeys(&internal::DescribeUnreadMasterKey);
   HALITE_RETURN_IF_ERROR(ProblemsToStatus(reader.problems()));
   Derive(reader, config);
   config.source = root;

@@ -614,8 +614,21 @@ void YamlMapReader::AddRawProblem(std::string key, std::string message) {
 void YamlMapReader::AddWarning(std::string message) { warnings_.push_back(std::move(message)); }
 
 void YamlMapReader::WarnUnknownKeys() {
+  WarnUnknownKeys([](std::string_view key, const YAML::Node&) -> std::optional<std::string> {
+    return "unknown key '" + std::string(key) + "' (ignored)";
+  });
+}
+
+void YamlMapReader::WarnUnknownKeys(const UnknownKeyDescriber& describe) {
   for (const Entry& entry : entries_) {
-    if (!entry.used) warnings_.push_back("unknown key '" + FullKey(entry.key) + "' (ignored)");
+    if (entry.used) continue;
+    std::optional<std::string> warning;
+    try {
+      warning = describe(FullKey(entry.key), entry.value);
+    } catch (const YAML::Exception& e) {
+      warning = FullKey(entry.key) + ": cannot be read (" + e.msg + "), ignored";
+    }
+    if (warning) warnings_.push_back(std::move(*warning));
   }
 }
 

@@ -193,9 +193,10 @@ return_fsync_interval_ms: 5
 )");
   const MasterConfig& c = loaded.config;
   // Parsed, and said to do nothing (yet), never silently accepted.
-  EXPECT_THAT(loaded.warnings, ElementsAre(HasSubstr("zmq_filtering: True is not implemented"),
-                                           HasSubstr("presence_events: True is not implemented"),
-                                           HasSubstr("user: halite-master does not switch")));
+  EXPECT_THAT(loaded.warnings,
+              ElementsAre(StartsWith("zmq_filtering: not supported: True is not implemented"),
+                          StartsWith("presence_events: not supported: True is not implemented"),
+                          StartsWith("user: not supported: halite-master does not switch")));
   EXPECT_EQ(c.id, "m1.example");
   EXPECT_EQ(c.interface, "::");
   EXPECT_EQ(c.publish_port, 14505);
@@ -340,7 +341,8 @@ TEST(MasterConfigTest, DefaultIncludeAndIncludeMergeAsSaltsIncludeConfig) {
 TEST(MasterConfigTest, JobCacheTakesSaltsBooleanAndFalseWarnsWithoutStoppingTheMaster) {
   const Loaded<MasterConfig> off = ParseOk("job_cache: False\n");
   EXPECT_FALSE(off.config.store_returns);
-  EXPECT_THAT(off.warnings, ElementsAre(HasSubstr("job_cache: False is not implemented yet")));
+  EXPECT_THAT(off.warnings,
+              ElementsAre(StartsWith("job_cache: not supported: False (not implemented yet)")));
   const Loaded<MasterConfig> on = ParseOk("job_cache: True\n");
   EXPECT_TRUE(on.config.store_returns);
   EXPECT_THAT(on.warnings, IsEmpty());
@@ -387,6 +389,57 @@ TEST(MasterConfigTest, UnknownKeysAreWarningsNotErrors) {
   EXPECT_THAT(loaded.warnings, ElementsAre("unknown key 'foo' (ignored)",
                                            "unknown key 'no_such_setting' (ignored)"));
   EXPECT_EQ(loaded.config.id, "m1");
+}
+
+// A stock /etc/salt/master lists what halite does not do, one line per key, in file order:
+// Salt's settings say "ignored" or "not supported" and why; values halite honours anyway
+// (Salt's "off", the one backend it has) say nothing; keys nobody knows stay "unknown".
+TEST(MasterConfigTest, SaltSettingsHaliteLacksAreListedIgnoredOrNotSupported) {
+  const Loaded<MasterConfig> loaded = ParseOk(R"(
+pidfile: /var/run/salt-master.pid
+reactor:
+  - 'salt/minion/*/start': [/srv/reactor/start.sls]
+fileserver_backend: [roots]
+hash_type: sha256
+pillar_cache: False
+external_auth: {}
+gitfs_remotes: [https://example.com/states.git]
+mworker_niceness: 5
+fileserver_backend_typo: [roots]
+transport: tcp
+peer:
+  .*: [test.*]
+log_level_logfile: debug
+)");
+  EXPECT_THAT(loaded.warnings,
+              ElementsAre(StartsWith("pidfile: ignored: halite-master writes no pid file"),
+                          StartsWith("reactor: not supported: no reactor"),
+                          StartsWith("gitfs_remotes: not supported: only the roots backend"),
+                          StartsWith("mworker_niceness: ignored: "),
+                          "unknown key 'fileserver_backend_typo' (ignored)",
+                          StartsWith("transport: not supported: only the ZeroMQ transport"),
+                          StartsWith("peer: not supported: minions cannot publish"),
+                          StartsWith("log_level_logfile: ignored: halite-master has one log")));
+  EXPECT_THAT(ParseOk("fileserver_backend: [roots, git]\nhash_type: md5\n").warnings,
+              ElementsAre(StartsWith("fileserver_backend: not supported"),
+                          StartsWith("hash_type: not supported: file hashes")));
+}
+
+// Every setting of a stock Salt master is known: read, or said ignored / not supported. Set to
+// null, none of them warns (a Salt key missing from the table would be "unknown key").
+TEST(MasterConfigTest, EverySaltMasterSettingIsKnown) {
+  std::ifstream in(HALITE_TEST_DATA_DIR "/vectors/salt_master_keys.txt");
+  ASSERT_TRUE(in) << "tests/data/vectors/salt_master_keys.txt";
+  std::string yaml;
+  std::size_t keys = 0;
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    yaml += line + ":\n";
+    ++keys;
+  }
+  ASSERT_GT(keys, 300u);
+  const Loaded<MasterConfig> loaded = ParseOk(yaml);
+  EXPECT_THAT(loaded.warnings, IsEmpty());
 }
 
 TEST(MasterConfigTest, TabIndentationIsInvalidWithLineNumber) {

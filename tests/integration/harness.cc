@@ -190,7 +190,11 @@ MasterUnderTest::MasterUnderTest(const std::filesystem::path& root, MasterSpec s
     std::filesystem::create_directory_symlink(spec_.shared_dir, dir_ / "shared-link");
   }
   if (spec_.ip.empty()) spec_.ip = UniqueLoopbackIp();
-  std::filesystem::remove(dir_ / "sock" / "halite_req.ipc");
+  std::filesystem::remove(SockDir() / "halite_req.ipc");
+  if (!spec_.config_file.empty()) {
+    config_ = spec_.config_file;
+    return;
+  }
   config_ = dir_ / "master.conf";
   std::ostringstream c;
   c << "id: " << spec_.id << "\n"
@@ -239,10 +243,10 @@ void MasterUnderTest::StartAsync() {
 }
 
 void MasterUnderTest::WaitReady() {
-  const std::string endpoint = "ipc://" + (dir_ / "sock" / "halite_req.ipc").string();
+  const std::string endpoint = "ipc://" + (SockDir() / "halite_req.ipc").string();
   bool ready = WaitFor([&] {
     if (!process_->Alive()) return true;
-    if (!std::filesystem::exists(dir_ / "sock" / "halite_req.ipc")) return false;
+    if (!std::filesystem::exists(SockDir() / "halite_req.ipc")) return false;
     zmq::context_t ctx;
     zmq::socket_t req(ctx, zmq::socket_type::req);
     req.set(zmq::sockopt::linger, 0);
@@ -264,6 +268,10 @@ void MasterUnderTest::WaitReady() {
 std::filesystem::path MasterUnderTest::SharedRoot() const {
   if (spec_.shared_dir.empty()) return dir_;
   return spec_.shared_via_link ? dir_ / "shared-link" : spec_.shared_dir;
+}
+
+std::filesystem::path MasterUnderTest::SockDir() const {
+  return spec_.sock_dir.empty() ? dir_ / "sock" : spec_.sock_dir;
 }
 
 void MasterUnderTest::BreakSharedDir() {

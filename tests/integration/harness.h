@@ -100,6 +100,11 @@ struct MasterSpec {
   std::string pillar_roots;
   // "KEY=VALUE" entries added to the master's environment (NOTIFY_SOCKET, WATCHDOG_USEC).
   std::vector<std::string> env;
+  // A config file the test wrote itself (a Salt master's, say), used as it is: nothing above
+  // but id and ip is written then, and `sock_dir` must name the config's sock_dir (the
+  // harness waits on the request socket there). Empty: the harness writes the config.
+  std::filesystem::path config_file;
+  std::filesystem::path sock_dir;
 };
 
 // One halite-master with its own dirs under `root`.
@@ -128,6 +133,7 @@ class MasterUnderTest {
 
  private:
   std::filesystem::path SharedRoot() const;
+  std::filesystem::path SockDir() const;
   std::filesystem::path dir_;
   std::filesystem::path config_;
   MasterSpec spec_;

@@ -16,6 +16,7 @@
 #include <concepts>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <optional>
 #include <ratio>
@@ -94,6 +95,11 @@ class YamlMapReader {
   // Adds "unknown key 'k' (ignored)" for every key that no Read* asked for, in document order.
   // Call once, after all reads.
   void WarnUnknownKeys();
+  // The same, but `describe` gives the warning for each such key (the full key, with the
+  // prefix, and its value; null values too): its text, or nullopt for no warning at all.
+  using UnknownKeyDescriber =
+      std::function<std::optional<std::string>(std::string_view key, const YAML::Node& value)>;
+  void WarnUnknownKeys(const UnknownKeyDescriber& describe);
 
   // True when a problem was recorded for `key` or anything under it ("key.x", "key[1]").
   // Cross-field checks use it to skip values that kept their default because they were bad.
