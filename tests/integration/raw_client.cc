@@ -123,7 +123,9 @@ Result<wire::Value> RawMinion::Pillar(zmq::context_t& ctx, const wire::Crypticle
                                              {"id", id_},
                                              {"enc_algo", "OAEP-SHA1"},
                                              {"sig_algo", "PKCS1v15-SHA1"}});
-  auto reply = RequestOnce(ctx, endpoint_, wire::Pack(envelope));
+  // A stock minion waits up to 60 s for its pillar; hostile-template tests render several
+  // files that each run into render_timeout_ms, which a loaded machine stretches past 10 s.
+  auto reply = RequestOnce(ctx, endpoint_, wire::Pack(envelope), std::chrono::seconds(60));
   if (!reply) return Error::DeadlineExceeded("no reply");
   HALITE_ASSIGN_OR_RETURN(wire::Value frame, wire::Unpack(*reply));
   if (const std::string* text = frame.str()) return Error::Unauthenticated(*text);
