@@ -39,6 +39,14 @@ function(halite_test name)
   gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 TEST_FILTER "-${ARG_LOCKED}"
     PROPERTIES LABELS ${ARG_LABEL} TIMEOUT ${ARG_TIMEOUT})
   gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 TEST_FILTER "${ARG_LOCKED}"
-    PROPERTIES LABELS "${ARG_LABEL};${ARG_LOCKED_LABEL}" TIMEOUT ${ARG_LOCKED_TIMEOUT}
-               RESOURCE_LOCK ${ARG_LOCK})
+    TEST_LIST ${name}_locked_tests
+    PROPERTIES TIMEOUT ${ARG_LOCKED_TIMEOUT} RESOURCE_LOCK ${ARG_LOCK})
+  # Two labels cannot pass through gtest_discover_tests' PROPERTIES (the list is flattened),
+  # so they are set by a ctest include file that runs after the discovered tests are added.
+  set(labels_file "${CMAKE_CURRENT_BINARY_DIR}/${name}_locked_labels.cmake")
+  file(WRITE "${labels_file}"
+    "foreach(t IN LISTS ${name}_locked_tests)\n"
+    "  set_tests_properties(\"\${t}\" PROPERTIES LABELS \"${ARG_LABEL};${ARG_LOCKED_LABEL}\")\n"
+    "endforeach()\n")
+  set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES "${labels_file}")
 endfunction()

@@ -73,8 +73,12 @@ class ClusterTest : public ::testing::Test {
 // Where the masters' shared folder lives.
 enum class SharedFolder { kLocal, kGlusterFs };
 
+void PrintTo(SharedFolder folder, std::ostream* os) {
+  *os << (folder == SharedFolder::kLocal ? "Local" : "GlusterFs");
+}
+
 std::string SharedFolderName(const ::testing::TestParamInfo<SharedFolder>& info) {
-  return info.param == SharedFolder::kLocal ? "Local" : "GlusterFs";
+  return ::testing::PrintToString(info.param);
 }
 
 // The scenarios that exercise the shared folder itself: exclusive creates, renames and reads
