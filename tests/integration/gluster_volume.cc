@@ -266,24 +266,27 @@ Status GlusterVolume::MakeCertificates() {
     return OkStatus();
   };
   auto path = [&](const char* name) { return (d / name).string(); };
+  // P-256 keys: as good for the test as RSA and generated in milliseconds.
   // Our CA, and a node certificate it signs (every node and client of the test shows it).
   HALITE_RETURN_IF_ERROR(
-      openssl({"req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj",
-               "/CN=halite test CA", "-keyout", path("ca.key"), "-out", path("ca.pem")}));
-  HALITE_RETURN_IF_ERROR(
-      openssl({"req", "-newkey", "rsa:2048", "-nodes", "-subj", std::string("/CN=") + kNodeName,
-               "-keyout", path("node.key"), "-out", path("node.csr")}));
+      openssl({"req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+               "-nodes", "-days", "2", "-subj", "/CN=halite test CA", "-keyout", path("ca.key"),
+               "-out", path("ca.pem")}));
+  HALITE_RETURN_IF_ERROR(openssl(
+      {"req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-subj",
+       std::string("/CN=") + kNodeName, "-keyout", path("node.key"), "-out", path("node.csr")}));
   HALITE_RETURN_IF_ERROR(
       openssl({"x509", "-req", "-in", path("node.csr"), "-CA", path("ca.pem"), "-CAkey",
                path("ca.key"), "-CAcreateserial", "-days", "2", "-out", path("node.pem")}));
   // A rogue: the same CN, signed by a CA of the same name that is not ours. Only the
   // signature tells it apart, so a refusal proves the CA check (not auth.ssl-allow's names).
-  HALITE_RETURN_IF_ERROR(openssl({"req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
-                                  "-subj", "/CN=halite test CA", "-keyout", path("rogue-ca.key"),
-                                  "-out", path("rogue-ca.pem")}));
   HALITE_RETURN_IF_ERROR(
-      openssl({"req", "-newkey", "rsa:2048", "-nodes", "-subj", std::string("/CN=") + kNodeName,
-               "-keyout", path("rogue.key"), "-out", path("rogue.csr")}));
+      openssl({"req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+               "-nodes", "-days", "2", "-subj", "/CN=halite test CA", "-keyout",
+               path("rogue-ca.key"), "-out", path("rogue-ca.pem")}));
+  HALITE_RETURN_IF_ERROR(openssl(
+      {"req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-subj",
+       std::string("/CN=") + kNodeName, "-keyout", path("rogue.key"), "-out", path("rogue.csr")}));
   return openssl({"x509", "-req", "-in", path("rogue.csr"), "-CA", path("rogue-ca.pem"), "-CAkey",
                   path("rogue-ca.key"), "-CAcreateserial", "-days", "2", "-out",
                   path("rogue.pem")});
@@ -362,10 +365,13 @@ Status GlusterVolume::CreateVolume() {
       // A killed brick is noticed at once (the connection resets), not after 42 s.
       {"network.ping-timeout", "5"},
   };
+  std::vector<std::string> set{"volume", "set", kVolume};  // one command: each costs ~0.4 s
   for (const auto& [key, value] : options) {
-    r = Cli({"volume", "set", kVolume, key, value});
-    if (r.exit_code != 0) return Error::Internal("volume set " + key + ": " + Describe(r));
+    set.push_back(key);
+    set.push_back(value);
   }
+  r = Cli(set);
+  if (r.exit_code != 0) return Error::Internal("volume set: " + Describe(r));
   r = Cli({"volume", "start", kVolume});
   if (r.exit_code != 0) return Error::Internal("volume start: " + Describe(r) + "\n" + Logs());
   return OkStatus();
