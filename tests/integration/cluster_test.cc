@@ -445,7 +445,14 @@ TEST_F(GlusterFsClusterTest, OnlyAClientWithACertificateOurCaSignedMountsTheVolu
   auto no_mgmt = gluster_->MountAsClient(rogue, rogue_key, cert, key, "probe");
   EXPECT_FALSE(no_mgmt.ok()) << "glusterd served the volume to a rogue: " << *no_mgmt;
   auto no_io = gluster_->MountAsClient(cert, key, rogue, rogue_key, "probe");
-  EXPECT_FALSE(no_io.ok()) << "the bricks served a rogue: " << *no_io;
+  EXPECT_FALSE(no_io.ok()) << "the volume served a rogue I/O client: " << *no_io;
+  // The same on the bricks alone (glusterd also checks the I/O certificate when the client
+  // asks it for the bricks' ports): a client that goes straight to the bricks' ports.
+  auto direct = gluster_->ReadFromBricksAsClient(cert, key, "probe");
+  ASSERT_TRUE(direct.ok()) << direct.error().ToString();
+  EXPECT_EQ(*direct, "through TLS\n");
+  auto rogue_direct = gluster_->ReadFromBricksAsClient(rogue, rogue_key, "probe");
+  EXPECT_FALSE(rogue_direct.ok()) << "the bricks served a rogue: " << *rogue_direct;
 }
 
 INSTANTIATE_TEST_SUITE_P(On, SharedFolderClusterTest,

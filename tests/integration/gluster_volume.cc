@@ -490,6 +490,49 @@ Result<std::string> GlusterVolume::MountAsClient(const fs::path& mgmt_cert,
   return r.out;
 }
 
+Result<std::string> GlusterVolume::ReadFromBricksAsClient(const fs::path& cert, const fs::path& key,
+                                                          const std::string& probe) {
+  static int n = 0;
+  const std::string name = "direct-" + std::to_string(n++);
+  std::string vol =
+      ReadFileOrEmpty(root_ / "wd" / "vols" / kVolume / (std::string(kVolume) + ".tcp-fuse.vol"));
+  if (vol.empty()) return Error::Internal("no client volfile in glusterd's working directory");
+  for (int i = 0; i < kBricks; ++i) {
+    const auto args = Cmdline(BrickPid(i));
+    auto port = std::find(args.begin(), args.end(), "--brick-port");
+    if (port == args.end() || port + 1 == args.end()) {
+      return Error::Internal("brick " + std::to_string(i) + " has no --brick-port");
+    }
+    const std::string block = "volume " + std::string(kVolume) + "-client-" + std::to_string(i);
+    const auto at = vol.find(block + "\n");
+    if (at == std::string::npos) return Error::Internal("no " + block + " in the volfile");
+    const auto type_end = vol.find('\n', at + block.size() + 1);  // options follow `type`
+    if (type_end == std::string::npos) return Error::Internal("truncated volfile");
+    vol.insert(type_end + 1, "    option remote-port " + *(port + 1) + "\n");
+  }
+  for (const auto& [ours, theirs] : {std::pair{(tls_dir() / "node.pem").string(), cert.string()},
+                                     std::pair{(tls_dir() / "node.key").string(), key.string()}}) {
+    for (auto at = vol.find(ours); at != std::string::npos; at = vol.find(ours, at + 1)) {
+      vol.replace(at, ours.size(), theirs);
+    }
+  }
+  const fs::path volfile = root_ / (name + ".vol");
+  const fs::path at = root_ / name;
+  const fs::path log = root_ / "log" / (name + ".log");
+  WriteFile(volfile, vol);
+  fs::create_directories(at);
+  const std::string script =
+      "glusterfs --volfile=\"$1\" --log-file=\"$2\" \"$3\" || exit 32; cat \"$3/$4\"; rc=$?; "
+      "umount \"$3\"; exit $rc";
+  auto r = Run({"/usr/bin/unshare", "-m", "--propagation", "private", "/bin/sh", "-c", script,
+                "client", volfile.string(), log.string(), at.string(), probe},
+               90s);
+  if (r.exit_code != 0) {
+    return Error::PermissionDenied("read from the bricks: " + Describe(r) + "\n" + Tail(log, 1500));
+  }
+  return r.out;
+}
+
 std::string GlusterVolume::Logs() const {
   std::string out = "--- glusterd:\n" + Tail(root_ / "log" / "glusterd.log");
   out += "--- mount:\n" + Tail(root_ / "log" / "mnt.log");

@@ -75,6 +75,14 @@ class GlusterVolume {
                                     const std::filesystem::path& io_cert,
                                     const std::filesystem::path& io_key, const std::string& probe);
 
+  // The I/O path alone: a client that asks no glusterd (no volfile fetch, no port lookup)
+  // but reads the volume from the bricks' ports with its own volfile (the volume's client
+  // volfile, the ports filled in, `cert` and `key` as its certificate), as one that knows the
+  // ports would. Returns what it read of `probe`, or the failure with the client's log.
+  Result<std::string> ReadFromBricksAsClient(const std::filesystem::path& cert,
+                                             const std::filesystem::path& key,
+                                             const std::string& probe);
+
   // Logs of glusterd, the bricks and the mount (tail of each), for failure messages.
   std::string Logs() const;
 
