@@ -227,6 +227,15 @@ Result<std::unique_ptr<GlusterVolume>> GlusterVolume::Create(const std::string& 
   // Orphaned gluster daemons become our children: reaped here, not left as zombies.
   if (::prctl(PR_SET_CHILD_SUBREAPER, 1) != 0) return Error::Internal("PR_SET_CHILD_SUBREAPER");
   CleanStale();
+  // A host's own glusterd (the package's service) holds port 24007 on every address.
+  for (pid_t pid : GlusterProcesses("")) {
+    const auto args = Cmdline(pid);
+    if (!args.empty() && fs::path(args[0]).filename() == "glusterd") {
+      return Error::FailedPrecondition("a glusterd that is not the test's runs (pid " +
+                                       std::to_string(pid) +
+                                       "): stop it (systemctl stop glusterd)");
+    }
+  }
   std::string pattern = std::string(kRootPrefix) + "XXXXXX";
   if (::mkdtemp(pattern.data()) == nullptr) return Error::Internal("mkdtemp " + pattern);
   std::unique_ptr<GlusterVolume> volume(new GlusterVolume(pattern, ip));
@@ -405,8 +414,8 @@ pid_t GlusterVolume::BrickPid(int i) const {
 Status GlusterVolume::KillBrick(int i) {
   const pid_t pid = BrickPid(i);
   if (pid <= 0) return Error::FailedPrecondition("brick " + std::to_string(i) + " is not running");
-  if (::kill(pid, SIGKILL) != 0) return Error::Internal("kill brick");
-  if (!WaitGone(pid)) return Error::Internal("brick " + std::to_string(pid) + " outlived SIGKILL");
+  KillAll({pid});  // and removes its socket: a restarted brick makes a new one
+  if (BrickPid(i) > 0) return Error::Internal("brick " + std::to_string(pid) + " outlived SIGKILL");
   return OkStatus();
 }
 
