@@ -167,12 +167,17 @@ std::map<std::string, std::string> BrickFiles(const fs::path& brick) {
   for (auto it = fs::recursive_directory_iterator(brick, ec);
        it != fs::recursive_directory_iterator(); it.increment(ec)) {
     if (ec) break;
-    const auto rel = fs::relative(it->path(), brick).string();
-    if (rel.rfind(".glusterfs", 0) == 0) {
-      if (it->is_directory()) it.disable_recursion_pending();
+    // Lexical: a file may vanish while we walk (the masters keep writing).
+    const auto rel = it->path().lexically_relative(brick).string();
+    const auto name = it->path().filename().string();
+    // Gluster's own metadata, and the masters' health probes (written and removed every
+    // second, so two bricks read one after the other rarely agree on them).
+    if (rel.rfind(".glusterfs", 0) == 0 || name.rfind(".health-", 0) == 0 ||
+        name == ".halite_probe") {
+      if (it->is_directory(ec)) it.disable_recursion_pending();
       continue;
     }
-    if (it->is_regular_file()) files[rel] = ReadFileOrEmpty(it->path());
+    if (it->is_regular_file(ec)) files[rel] = ReadFileOrEmpty(it->path());
   }
   return files;
 }
