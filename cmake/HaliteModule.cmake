@@ -10,8 +10,12 @@ function(halite_library module)
 endfunction()
 
 # halite_test(<name> SOURCES ... DEPS ... [LABEL unit|integration|postgres]): one gtest binary.
+# [LOCKED <gtest filter> LOCK <resource> LOCKED_LABEL <label> LOCKED_TIMEOUT <s>]: the tests
+# the filter matches hold the ctest RESOURCE_LOCK <resource> (one at a time, e.g. a server on
+# a fixed port and fixed paths) and carry <label> besides LABEL; the others run as usual.
 function(halite_test name)
-  cmake_parse_arguments(ARG "" "LABEL;TIMEOUT" "SOURCES;DEPS" ${ARGN})
+  cmake_parse_arguments(ARG "" "LABEL;TIMEOUT;LOCKED;LOCK;LOCKED_LABEL;LOCKED_TIMEOUT"
+                        "SOURCES;DEPS" ${ARGN})
   if(NOT ARG_LABEL)
     set(ARG_LABEL unit)
   endif()
@@ -24,6 +28,25 @@ function(halite_test name)
   target_compile_definitions(${name} PRIVATE
     HALITE_TEST_DATA_DIR="${PROJECT_SOURCE_DIR}/tests/data"
     HALITE_BINARY_DIR="${PROJECT_BINARY_DIR}")
-  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60
+  if(NOT ARG_LOCKED)
+    gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60
+      PROPERTIES LABELS ${ARG_LABEL} TIMEOUT ${ARG_TIMEOUT})
+    return()
+  endif()
+  if(NOT ARG_LOCKED_TIMEOUT)
+    set(ARG_LOCKED_TIMEOUT ${ARG_TIMEOUT})
+  endif()
+  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 TEST_FILTER "-${ARG_LOCKED}"
     PROPERTIES LABELS ${ARG_LABEL} TIMEOUT ${ARG_TIMEOUT})
+  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 TEST_FILTER "${ARG_LOCKED}"
+    TEST_LIST ${name}_locked_tests
+    PROPERTIES TIMEOUT ${ARG_LOCKED_TIMEOUT} RESOURCE_LOCK ${ARG_LOCK})
+  # Two labels cannot pass through gtest_discover_tests' PROPERTIES (the list is flattened),
+  # so they are set by a ctest include file that runs after the discovered tests are added.
+  set(labels_file "${CMAKE_CURRENT_BINARY_DIR}/${name}_locked_labels.cmake")
+  file(WRITE "${labels_file}"
+    "foreach(t IN LISTS ${name}_locked_tests)\n"
+    "  set_tests_properties(\"\${t}\" PROPERTIES LABELS \"${ARG_LABEL};${ARG_LOCKED_LABEL}\")\n"
+    "endforeach()\n")
+  set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES "${labels_file}")
 endfunction()
