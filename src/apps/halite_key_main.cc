@@ -2,8 +2,12 @@
 // salt-key's flags. Works on the files directly, so it needs no running master.
 //   -L / -l STATE | -a GLOB | -A | -r GLOB | -R | -d GLOB | -D | -f GLOB | -F  [--yes]
 //   [--out json]; GLOB is a glob or a comma-separated list of globs, as salt-key takes.
+#include <grp.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <iostream>
 
 #include "cli_common.h"
@@ -37,7 +41,22 @@ void Usage(std::ostream& os) {
         "  -r, --reject GLOB       reject pending keys       -R, --reject-all\n"
         "  -d, --delete GLOB       delete keys (any state)   -D, --delete-all\n"
         "  -f, --finger GLOB       print fingerprints        -F, --finger-all\n"
-        "  -y, --yes               do not ask for confirmation\n";
+        "  -y, --yes               do not ask for confirmation\n"
+        "Run as root on a key directory another user owns (the packaged master runs as\n"
+        "halite), halite-key acts as that user, so the master can read the keys it writes.\n";
+}
+
+// Run as root on a key directory that another user owns (the packaged master runs as
+// `halite`), acts as that user: a key file root wrote would be unreadable to the master.
+bool ActAsOwnerOf(const std::filesystem::path& dir) {
+  struct stat st {};
+  if (::geteuid() != 0 || ::stat(dir.c_str(), &st) != 0 || st.st_uid == 0) return true;
+  if (::setgroups(0, nullptr) != 0 || ::setgid(st.st_gid) != 0 || ::setuid(st.st_uid) != 0) {
+    std::cerr << "halite-key: cannot act as the owner of " << dir << ": " << std::strerror(errno)
+              << "\n";
+    return false;
+  }
+  return true;
 }
 
 bool Confirm(const std::string& question, bool yes) {
@@ -106,6 +125,7 @@ int main(int argc, char** argv) {
   if (!cfg) return 78;
   std::filesystem::path pki =
       cfg->cluster_id.empty() || cfg->cluster_pki_dir.empty() ? cfg->pki_dir : cfg->cluster_pki_dir;
+  if (!ActAsOwnerOf(pki)) return 1;
   auto store = halite::keys::FsKeyStore::Open(pki);
   if (!store.ok()) {
     std::cerr << "halite-key: " << store.error().message << "\n";

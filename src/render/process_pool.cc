@@ -405,10 +405,15 @@ class ProcessPool final : public Renderer {
 }  // namespace
 
 std::string DefaultRendererProgram() {
+  // Next to the running program first (the build tree, where the tests run it), then where
+  // `cmake --install` put it (HALITE_INSTALLED_RENDER_PROGRAM, set in src/render/CMakeLists.txt).
   std::error_code ec;
   auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (ec) return "halite-render";
-  return (self.parent_path() / "halite-render").string();
+  if (!ec) {
+    auto beside = self.parent_path() / "halite-render";
+    if (::access(beside.c_str(), X_OK) == 0) return beside.string();
+  }
+  return HALITE_INSTALLED_RENDER_PROGRAM;
 }
 
 std::unique_ptr<Renderer> MakeProcessPool(PoolOptions options, RenderSettings settings) {

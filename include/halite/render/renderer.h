@@ -62,7 +62,7 @@ struct PoolOptions {
   bool allow_test_ops = false;                  // tests only: the "crash" and "spin" ops
 };
 
-// The halite-render executable next to the running program.
+// The halite-render executable next to the running program, else the installed one.
 std::string DefaultRendererProgram();
 
 std::unique_ptr<Renderer> MakeProcessPool(PoolOptions options, RenderSettings settings);
