@@ -790,7 +790,11 @@ std::string MasterDaemon::Reload(const std::filesystem::path& config_path) {
     return status;
   };
   auto loaded = config::LoadMasterConfig(config_path);
-  if (!loaded.ok()) return fail(config_path.string() + ": " + loaded.error().message);
+  if (!loaded.ok()) {
+    // Malformed YAML names the file already; validation problems do not.
+    const std::string& why = loaded.error().message;
+    return fail(why.rfind(config_path.string(), 0) == 0 ? why : config_path.string() + ": " + why);
+  }
   for (const auto& warning : loaded->warnings)
     spdlog::warn("{}: {}", config_path.string(), warning);
   const auto running = impl.ctx.config.Get();
