@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 #include <iostream>
+#include <map>
 
 #include "cli_common.h"
 #include "halite/client/output.h"
@@ -26,12 +27,61 @@ struct StateName {
   const char* title;
   const char* json_key;
 };
+// In the order salt-key's key outputter prints them (sorted by their JSON names).
 constexpr StateName kStates[] = {
     {KeyState::kAccepted, "Accepted Keys:", "minions"},
     {KeyState::kDenied, "Denied Keys:", "minions_denied"},
     {KeyState::kPending, "Unaccepted Keys:", "minions_pre"},
     {KeyState::kRejected, "Rejected Keys:", "minions_rejected"},
 };
+// The order of salt-key's --out json documents.
+constexpr KeyState kJsonOrder[] = {KeyState::kAccepted, KeyState::kPending, KeyState::kRejected,
+                                   KeyState::kDenied};
+
+const StateName& NameOf(KeyState state) {
+  for (const auto& s : kStates) {
+    if (s.state == state) return s;
+  }
+  return kStates[0];
+}
+
+// Keys grouped by state: ids, each with a text (its key or fingerprint) or none.
+using Grouped = std::map<KeyState, std::vector<std::pair<std::string, std::string>>>;
+
+// salt-key's key outputter: a title per state, then "id" or "id:  text" lines; --out json:
+// one document of lists (or maps of id to text) by state.
+void PrintGrouped(const Grouped& groups, bool with_text, bool json) {
+  if (json) {
+    halite::wire::Value doc = halite::wire::Value::EmptyMap();
+    for (KeyState state : kJsonOrder) {
+      auto it = groups.find(state);
+      if (it == groups.end()) continue;
+      if (with_text) {
+        halite::wire::Value m = halite::wire::Value::EmptyMap();
+        for (const auto& [id, text] : it->second) m.Set(id, text);
+        doc.Set(NameOf(state).json_key, m);
+      } else {
+        halite::wire::Array ids;
+        for (const auto& [id, text] : it->second) ids.emplace_back(id);
+        doc.Set(NameOf(state).json_key, halite::wire::Value(std::move(ids)));
+      }
+    }
+    std::cout << halite::client::ToPrettyJson(doc) << "\n";
+    return;
+  }
+  // Each entry is "id:  text" and a newline, a key's own final newline kept (so keys stand a
+  // blank line apart); the newlines at the very end become one.
+  std::string out;
+  for (const auto& s : kStates) {
+    auto it = groups.find(s.state);
+    if (it == groups.end()) continue;
+    out += std::string(s.title) + "\n";
+    for (const auto& [id, text] : it->second)
+      out += with_text ? id + ":  " + text + "\n" : id + "\n";
+  }
+  while (!out.empty() && out.back() == '\n') out.pop_back();
+  std::cout << out << "\n";
+}
 
 void Usage(std::ostream& os) {
   os << "usage: halite-key [-c CONFIG] ACTION [--yes] [--out json]\n"
@@ -41,6 +91,11 @@ void Usage(std::ostream& os) {
         "  -r, --reject GLOB       reject pending keys       -R, --reject-all\n"
         "  -d, --delete GLOB       delete keys (any state)   -D, --delete-all\n"
         "  -f, --finger GLOB       print fingerprints        -F, --finger-all\n"
+        "  -p, --print GLOB        print public keys         -P, --print-all\n"
+        "  --include-rejected      -a also accepts rejected keys\n"
+        "  --include-accepted      -r also rejects accepted keys\n"
+        "  --include-denied        -a and -r also take denied keys\n"
+        "  --include-all           all of the above that apply\n"
         "  -y, --yes               do not ask for confirmation\n"
         "Run as root on a key directory another user owns (the packaged master runs as\n"
         "halite), halite-key acts as that user, so the master can read the keys it writes.\n";
@@ -59,12 +114,14 @@ bool ActAsOwnerOf(const std::filesystem::path& dir) {
   return true;
 }
 
-bool Confirm(const std::string& question, bool yes) {
+// salt-key's prompt: "[n/Y]" (yes by default), or "[N/y]" for a delete (no by default).
+bool Confirm(bool default_yes, bool yes) {
   if (yes) return true;
-  std::cout << question << " [n/Y] " << std::flush;
+  std::cout << (default_yes ? "Proceed? [n/Y] " : "Proceed? [N/y] ") << std::flush;
   std::string answer;
   if (!std::getline(std::cin, answer)) return false;
-  return answer.empty() || answer[0] == 'y' || answer[0] == 'Y';
+  if (answer.empty()) return default_yes;
+  return answer[0] == 'y' || answer[0] == 'Y';
 }
 
 std::optional<KeyState> ParseState(const std::string& s) {
@@ -83,6 +140,7 @@ int main(int argc, char** argv) {
   std::string target;
   bool yes = false;
   bool json = false;
+  bool include_rejected = false, include_accepted = false, include_denied = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto need = [&]() -> std::string {
@@ -100,12 +158,21 @@ int main(int argc, char** argv) {
       json = need() == "json";
     } else if (a == "--out=json") {
       json = true;
+    } else if (a == "--include-rejected") {
+      include_rejected = true;
+    } else if (a == "--include-accepted") {
+      include_accepted = true;
+    } else if (a == "--include-denied") {
+      include_denied = true;
+    } else if (a == "--include-all") {
+      include_rejected = include_accepted = include_denied = true;
     } else if (a == "-L" || a == "--list-all" || a == "-A" || a == "--accept-all" || a == "-R" ||
                a == "--reject-all" || a == "-D" || a == "--delete-all" || a == "-F" ||
-               a == "--finger-all") {
+               a == "--finger-all" || a == "-P" || a == "--print-all") {
       action = a.size() == 2 ? a : std::string("-") + static_cast<char>(std::toupper(a[2]));
     } else if (a == "-l" || a == "--list" || a == "-a" || a == "--accept" || a == "-r" ||
-               a == "--reject" || a == "-d" || a == "--delete" || a == "-f" || a == "--finger") {
+               a == "--reject" || a == "-d" || a == "--delete" || a == "-f" || a == "--finger" ||
+               a == "-p" || a == "--print") {
       action = a.size() == 2 ? a : std::string("-") + a[2];
       target = need();
     } else if (a == "--version") {
@@ -139,55 +206,8 @@ int main(int argc, char** argv) {
     }
     return *ids;
   };
-  auto print_states = [&](const std::vector<KeyState>& states) {
-    if (json) {
-      halite::wire::Value doc = halite::wire::Value::EmptyMap();
-      for (const auto& s : kStates) {
-        if (std::find(states.begin(), states.end(), s.state) == states.end()) continue;
-        halite::wire::Array ids;
-        for (const auto& id : list(s.state)) ids.emplace_back(id);
-        doc.Set(s.json_key, halite::wire::Value(std::move(ids)));
-      }
-      std::cout << halite::client::ToPrettyJson(doc) << "\n";
-      return;
-    }
-    for (const auto& s : kStates) {
-      if (std::find(states.begin(), states.end(), s.state) == states.end()) continue;
-      std::cout << s.title << "\n";
-      for (const auto& id : list(s.state)) std::cout << id << "\n";
-    }
-  };
-  // Deleting or rejecting an accepted key rotates the AES key, as salt-key does, so the
-  // removed minion stops reading publishes.
-  auto rotate = [&] {
-    auto st = halite::keys::WriteDropFile(cfg->cachedir, cfg->id);
-    if (!st.ok())
-      std::cerr << "halite-key: cannot request an AES rotation: " << st.error().message << "\n";
-  };
-  int rc = 0;
-  auto act = [&](const char* verb, KeyState from, const std::vector<std::string>& ids, auto fn) {
-    if (ids.empty()) {
-      std::cout << "The key glob '" << (target.empty() ? "*" : target) << "' does not match any "
-                << (from == KeyState::kPending ? "unaccepted" : "") << " keys.\n";
-      rc = 1;
-      return;
-    }
-    std::cout << "The following keys are going to be " << verb << ":\n";
-    for (const auto& id : ids) std::cout << id << "\n";
-    if (!Confirm("Proceed?", yes)) {
-      rc = 1;
-      return;
-    }
-    for (const auto& id : ids) {
-      auto st = fn(id);
-      if (!st.ok()) {
-        std::cerr << "halite-key: " << id << ": " << st.error().message << "\n";
-        rc = 1;
-      } else {
-        std::cout << "Key for minion " << id << " " << verb << ".\n";
-      }
-    }
-  };
+  const std::vector<KeyState> kAll = {KeyState::kAccepted, KeyState::kDenied, KeyState::kPending,
+                                      KeyState::kRejected};
   // salt-key's name_match: the target is a glob, or a comma-separated list of globs.
   std::vector<std::string> globs;
   for (std::size_t start = 0; start <= target.size();) {
@@ -204,53 +224,124 @@ int main(int argc, char** argv) {
     }
     return out;
   };
-  auto fingerprints = [&](const std::vector<KeyState>& states) {
-    for (const auto& s : kStates) {
-      if (std::find(states.begin(), states.end(), s.state) == states.end()) continue;
-      auto ids = matching(s.state);
-      if (ids.empty()) continue;
-      std::cout << s.title << "\n";
-      for (const auto& id : ids) {
-        auto pem = (*store)->Read(s.state, id);
-        auto finger =
-            pem.ok() ? halite::keys::Fingerprint(*pem) : halite::Result<std::string>(pem.error());
-        std::cout << id << ":  " << (finger.ok() ? *finger : finger.error().message) << "\n";
+  // The matching keys of `states`, each with `text(state, id)` (empty: ids only). States with
+  // no match are left out unless `keep_empty` (salt-key -L lists every state).
+  auto group = [&](const std::vector<KeyState>& states, bool all_ids, bool keep_empty,
+                   const std::function<std::string(KeyState, const std::string&)>& text) {
+    Grouped out;
+    for (KeyState state : states) {
+      auto ids = all_ids ? list(state) : matching(state);
+      if (ids.empty() && !keep_empty) continue;
+      auto& entries = out[state];
+      for (const auto& id : ids) entries.emplace_back(id, text ? text(state, id) : "");
+    }
+    return out;
+  };
+  auto read_text = [&](bool finger) {
+    return [&, finger](KeyState state, const std::string& id) -> std::string {
+      auto pem = (*store)->Read(state, id);
+      if (!pem.ok()) return pem.error().message;
+      if (!finger) return *pem;
+      auto f = halite::keys::Fingerprint(*pem);
+      return f.ok() ? *f : f.error().message;
+    };
+  };
+  // Deleting or rejecting an accepted key rotates the AES key, as salt-key does, so the
+  // removed minion stops reading publishes.
+  auto rotate = [&] {
+    auto st = halite::keys::WriteDropFile(cfg->cachedir, cfg->id);
+    if (!st.ok())
+      std::cerr << "halite-key: cannot request an AES rotation: " << st.error().message << "\n";
+  };
+  int rc = 0;
+  // salt-key's accept/reject/delete: the keys to act on by state, "The following keys are going
+  // to be ...ed:" with them (as JSON with --out json), the prompt, then one line per key.
+  // `statuses` names the states searched, for the no-match message.
+  auto act = [&](const char* verb, const std::vector<KeyState>& from,
+                 const std::vector<std::string>& statuses, bool default_yes,
+                 const std::function<halite::Status(KeyState, const std::string&)>& fn) {
+    Grouped chosen = group(from, false, false, nullptr);
+    if (chosen.empty()) {
+      std::string stat_str = statuses.front();
+      if (statuses.size() > 1) {
+        stat_str.clear();
+        for (std::size_t i = 0; i + 1 < statuses.size(); ++i) {
+          stat_str += (i ? ", " : "") + statuses[i];
+        }
+        stat_str += " or " + statuses.back();
+      }
+      std::cout << "The key glob '" << (target.empty() ? "*" : target) << "' does not match any "
+                << stat_str << " keys.\n";
+      rc = 1;
+      return chosen;
+    }
+    std::cout << "The following keys are going to be " << verb << ":\n";
+    PrintGrouped(chosen, false, json);
+    if (!Confirm(default_yes, yes)) {
+      rc = 1;
+      return Grouped{};
+    }
+    Grouped done;
+    for (const auto& [state, entries] : chosen) {
+      for (const auto& [id, _] : entries) {
+        auto st = fn(state, id);
+        if (!st.ok()) {
+          std::cerr << "halite-key: " << id << ": " << st.error().message << "\n";
+          rc = 1;
+        } else {
+          std::cout << "Key for minion " << id << " " << verb << ".\n";
+          done[state].emplace_back(id, "");
+        }
       }
     }
+    return done;
   };
   if (action == "-L") {
-    print_states({KeyState::kAccepted, KeyState::kDenied, KeyState::kPending, KeyState::kRejected});
+    PrintGrouped(group(kAll, true, true, nullptr), false, json);
   } else if (action == "-l") {
     auto state = ParseState(target);
     if (!state) {
       std::cerr << "halite-key: unknown key state '" << target << "'\n";
       return 64;
     }
-    print_states({*state});
+    PrintGrouped(group({*state}, true, true, nullptr), false, json);
   } else if (action == "-a" || action == "-A") {
-    act("accepted", KeyState::kPending, matching(KeyState::kPending),
-        [&](const std::string& id) { return halite::keys::Accept(**store, id); });
+    std::vector<KeyState> from = {KeyState::kPending};
+    std::vector<std::string> statuses = {"unaccepted"};
+    if (include_rejected) from.push_back(KeyState::kRejected), statuses.push_back("rejected");
+    if (include_denied) from.push_back(KeyState::kDenied), statuses.push_back("denied");
+    act("accepted", from, statuses, true, [&](KeyState state, const std::string& id) {
+      return halite::keys::MoveKey(**store, id, state, KeyState::kAccepted);
+    });
   } else if (action == "-r" || action == "-R") {
-    act("rejected", KeyState::kPending, matching(KeyState::kPending),
-        [&](const std::string& id) { return halite::keys::Reject(**store, id); });
+    std::vector<KeyState> from = {KeyState::kPending};
+    std::vector<std::string> statuses = {"unaccepted"};
+    if (include_accepted) from.push_back(KeyState::kAccepted), statuses.push_back("accepted");
+    if (include_denied) from.push_back(KeyState::kDenied), statuses.push_back("denied");
+    Grouped done =
+        act("rejected", from, statuses, true, [&](KeyState state, const std::string& id) {
+          return halite::keys::MoveKey(**store, id, state, KeyState::kRejected);
+        });
+    if (done.contains(KeyState::kAccepted) && cfg->rotate_aes_key) rotate();
   } else if (action == "-d" || action == "-D") {
-    std::vector<std::string> ids;
-    for (KeyState s :
-         {KeyState::kAccepted, KeyState::kPending, KeyState::kRejected, KeyState::kDenied}) {
-      for (const auto& id : matching(s)) {
-        if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
-      }
-    }
-    bool had_accepted = !matching(KeyState::kAccepted).empty();
-    act("deleted", KeyState::kAccepted, ids, [&](const std::string& id) {
+    // salt-key names only the unaccepted state (and any --include-*) when nothing matched.
+    std::vector<std::string> statuses = {"unaccepted"};
+    if (include_accepted) statuses.push_back("accepted");
+    if (include_rejected) statuses.push_back("rejected");
+    if (include_denied) statuses.push_back("denied");
+    Grouped done = act("deleted", kAll, statuses, false, [&](KeyState, const std::string& id) {
       std::error_code ec;
       std::filesystem::remove(std::filesystem::path(cfg->cachedir) / "sessions" / id, ec);
       std::filesystem::remove_all(std::filesystem::path(cfg->cachedir) / "minions" / id, ec);
-      return halite::keys::Delete(**store, id);
+      auto st = halite::keys::Delete(**store, id);
+      // An id in two states is deleted from both by the first.
+      return st.ok() || st.error().code == halite::ErrorCode::kNotFound ? halite::OkStatus() : st;
     });
-    if (had_accepted && rc == 0 && cfg->rotate_aes_key) rotate();
+    if (done.contains(KeyState::kAccepted) && cfg->rotate_aes_key) rotate();
   } else if (action == "-f" || action == "-F") {
-    fingerprints({KeyState::kAccepted, KeyState::kDenied, KeyState::kPending, KeyState::kRejected});
+    PrintGrouped(group(kAll, false, false, read_text(true)), true, json);
+  } else if (action == "-p" || action == "-P") {
+    PrintGrouped(group(kAll, false, false, read_text(false)), true, json);
   }
   return rc;
 }

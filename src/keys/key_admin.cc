@@ -35,6 +35,10 @@ Status Move(KeyStore& store, std::string_view id, KeyState from, KeyState to) {
 
 }  // namespace
 
+Status MoveKey(KeyStore& store, std::string_view id, KeyState from, KeyState to) {
+  return Move(store, id, from, to);
+}
+
 Status Accept(KeyStore& store, std::string_view id) {
   return Move(store, id, KeyState::kPending, KeyState::kAccepted);
 }

@@ -2,6 +2,8 @@
 // code of each outcome (src/apps/*_main.cc), against a real master where one is needed.
 #include <gtest/gtest.h>
 
+#include <sstream>
+
 #include "halite/version.h"
 #include "harness.h"
 
@@ -143,7 +145,7 @@ TEST_F(CliTest, KeyActionsTakeGlobsAndCommaSeparatedGlobs) {
   auto accepted = master_.Cli("halite-key", {"-a", "web*", "--yes"});
   EXPECT_EQ(accepted.exit_code, 0) << accepted.out << accepted.err;
   EXPECT_EQ(accepted.out,
-            "The following keys are going to be accepted:\nweb1\nweb2\n"
+            "The following keys are going to be accepted:\nUnaccepted Keys:\nweb1\nweb2\n"
             "Key for minion web1 accepted.\nKey for minion web2 accepted.\n");
   auto rejected = master_.Cli("halite-key", {"-r", "db?,mail*", "--yes"});
   EXPECT_EQ(rejected.exit_code, 0) << rejected.out << rejected.err;
@@ -157,6 +159,39 @@ TEST_F(CliTest, KeyActionsTakeGlobsAndCommaSeparatedGlobs) {
   auto after = master_.Cli("halite-key", {"-L"});
   EXPECT_EQ(after.out, "Accepted Keys:\nweb2\nDenied Keys:\nUnaccepted Keys:\nmx\nRejected Keys:\n")
       << after.out;
+}
+
+// halite-key prints what stock salt-key 3007.8 printed for the same commands run in the same
+// order on the same keys (tests/data/salt/salt_key: keys/, commands.txt, expected/ and the
+// capture.sh that made them): key listings, -p/-P keys and -f/-F fingerprints as text and
+// JSON, --include-rejected/-accepted/-denied, and the no-match message.
+TEST_F(CliTest, KeyCommandsPrintWhatStockSaltKeyPrinted) {
+  const std::filesystem::path data =
+      std::filesystem::path(HALITE_TEST_DATA_DIR) / "salt" / "salt_key";
+  const auto pki = master_.dir() / "pki";
+  auto key = [&](const char* id) {
+    return ReadFileOrEmpty(data / "keys" / (std::string(id) + ".pub"));
+  };
+  WriteFile(pki / "minions" / "web1", key("web1"));
+  WriteFile(pki / "minions_pre" / "web2", key("web2"));
+  WriteFile(pki / "minions_pre" / "db2", key("db2"));
+  WriteFile(pki / "minions_rejected" / "db1", key("db1"));
+  WriteFile(pki / "minions_denied" / "bad1", key("bad1"));
+  std::istringstream commands(ReadFileOrEmpty(data / "commands.txt"));
+  int n = 0;
+  for (std::string line; std::getline(commands, line);) {
+    ++n;
+    std::vector<std::string> args;
+    std::istringstream words(line);
+    for (std::string w; words >> w;) args.push_back(w);
+    char name[16];
+    std::snprintf(name, sizeof name, "%02d.out", n);
+    const std::string expected = ReadFileOrEmpty(data / "expected" / name);
+    ASSERT_FALSE(expected.empty()) << name;
+    auto got = master_.Cli("halite-key", args);
+    EXPECT_EQ(got.out, expected) << "halite-key " << line << "\n" << got.err;
+  }
+  EXPECT_EQ(n, 15);
 }
 
 }  // namespace

@@ -22,6 +22,10 @@ Status Accept(KeyStore& store, std::string_view id);
 // only pending keys qualify: NotFound when `id` has no pending key.
 Status Reject(KeyStore& store, std::string_view id);
 
+// Moves the key of `id` from `from` to `to`, as salt-key -a --include-rejected or
+// -r --include-accepted do: NotFound when `id` has no key in `from`.
+Status MoveKey(KeyStore& store, std::string_view id, KeyState from, KeyState to);
+
 // Removes the key of `id` from every state (accepted, pending, rejected, denied). NotFound
 // when there was none. The caller then writes the drop file (salt-key does so after delete
 // and reject when rotate_aes_key is on).
