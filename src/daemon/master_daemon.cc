@@ -87,6 +87,9 @@ struct MasterDaemon::Impl {
   std::atomic<std::int64_t> publisher_loop_beat{0};
 
   void RunHealthChecks();
+  // What /health says of the two ZeroMQ loops: a loop that has not answered a probe within
+  // kHealthStale is "not running". Empty: both answer (also what feeds systemd's watchdog).
+  std::vector<std::string> LoopProblems() const;
   void OnPeerMessage(const std::string& peer, cluster::PeerMessage message);  // cluster loop
   wire::Value ClusterStatus();
   cluster::HealthReport Health();
@@ -233,12 +236,7 @@ void MasterDaemon::Impl::RunHealthChecks() {
     // shared folder, stops the feeding and systemd restarts the master. A master that is only
     // unhealthy (shared folder refusing writes, job cache down) keeps running: /health
     // already moves its minions away, and a restart would not heal the storage.
-    const auto stale_ms =
-        std::chrono::duration_cast<std::chrono::milliseconds>(kHealthStale).count();
-    if (watchdog && NowMs() - request_loop_beat.load() <= stale_ms &&
-        NowMs() - publisher_loop_beat.load() <= stale_ms) {
-      service::NotifyWatchdog();
-    }
+    if (watchdog && LoopProblems().empty()) service::NotifyWatchdog();
     request_loop->Post([this] { request_loop_beat = NowMs(); });
     publisher_loop->Post([this] { publisher_loop_beat = NowMs(); });
     lock.lock();
@@ -246,6 +244,17 @@ void MasterDaemon::Impl::RunHealthChecks() {
     health_checked_at = std::chrono::steady_clock::now();
     health_cv.wait_for(lock, period, [this] { return health_stop; });
   }
+}
+
+std::vector<std::string> MasterDaemon::Impl::LoopProblems() const {
+  const auto stale_ms = std::chrono::duration_cast<std::chrono::milliseconds>(kHealthStale).count();
+  std::vector<std::string> problems;
+  if (NowMs() - request_loop_beat.load() > stale_ms) {
+    problems.push_back("request server is not running");
+  }
+  if (NowMs() - publisher_loop_beat.load() > stale_ms)
+    problems.push_back("publisher is not running");
+  return problems;
 }
 
 cluster::HealthReport MasterDaemon::Impl::Health() {
@@ -260,11 +269,7 @@ cluster::HealthReport MasterDaemon::Impl::Health() {
       problems.push_back("health checks are stuck (shared directory or job cache not answering)");
     }
   }
-  auto stale_ms = std::chrono::duration_cast<std::chrono::milliseconds>(kHealthStale).count();
-  if (NowMs() - request_loop_beat.load() > stale_ms)
-    problems.push_back("request server is not running");
-  if (NowMs() - publisher_loop_beat.load() > stale_ms)
-    problems.push_back("publisher is not running");
+  for (auto& p : LoopProblems()) problems.push_back(std::move(p));
   wire::Array problem_list;
   for (const auto& p : problems) problem_list.emplace_back(p);
   wire::Value body =
@@ -800,10 +805,9 @@ std::string MasterDaemon::Reload(const std::filesystem::path& config_path) {
   const auto running = impl.ctx.config.Get();
   ReloadPlan plan = PlanReload(*running, loaded->config);
   // Everything that can fail comes first, so that a reload applies all or nothing.
-  std::shared_ptr<const keys::AuthPolicyOptions> policy;
   auto next_policy = AuthPolicyFrom(plan.effective);  // pattern files are read again anyway
   if (!next_policy.ok()) return fail(next_policy.error().ToString());
-  policy = std::make_shared<const keys::AuthPolicyOptions>(std::move(*next_policy));
+  auto policy = std::make_shared<const keys::AuthPolicyOptions>(std::move(*next_policy));
   std::shared_ptr<const pillar::PillarCompiler> compiler;
   if (plan.pillar_changed) {
     compiler = std::make_shared<const pillar::PillarCompiler>(PillarSettingsFrom(plan.effective),

@@ -1,6 +1,5 @@
 #include "halite/daemon/reload.h"
 
-#include <algorithm>
 #include <functional>
 #include <map>
 #include <set>
@@ -137,12 +136,6 @@ ReloadPlan PlanReload(const MasterConfig& running, const MasterConfig& next) {
     } else {
       source.remove(key);
     }
-  }
-  // keep_jobs and keep_jobs_seconds set one field: whichever the new file says wins.
-  if (std::count(plan.applied.begin(), plan.applied.end(), "keep_jobs") +
-          std::count(plan.applied.begin(), plan.applied.end(), "keep_jobs_seconds") >
-      0) {
-    plan.effective.keep_jobs_seconds = next.keep_jobs_seconds;
   }
   plan.effective.source = source;
   return plan;
