@@ -224,14 +224,15 @@ int main(int argc, char** argv) {
     }
     return out;
   };
-  // The matching keys of `states`, each with `text(state, id)` (empty: ids only). States with
-  // no match are left out unless `keep_empty` (salt-key -L lists every state).
-  auto group = [&](const std::vector<KeyState>& states, bool all_ids, bool keep_empty,
+  // The keys of `states` matching the target, each with `text(state, id)` (empty: ids only);
+  // states with no match are left out. `listing` (-L, -l): every key of every state, empty
+  // states too, since -l's argument names a state, not keys.
+  auto group = [&](const std::vector<KeyState>& states, bool listing,
                    const std::function<std::string(KeyState, const std::string&)>& text) {
     Grouped out;
     for (KeyState state : states) {
-      auto ids = all_ids ? list(state) : matching(state);
-      if (ids.empty() && !keep_empty) continue;
+      auto ids = listing ? list(state) : matching(state);
+      if (ids.empty() && !listing) continue;
       auto& entries = out[state];
       for (const auto& id : ids) entries.emplace_back(id, text ? text(state, id) : "");
     }
@@ -260,7 +261,7 @@ int main(int argc, char** argv) {
   auto act = [&](const char* verb, const std::vector<KeyState>& from,
                  const std::vector<std::string>& statuses, bool default_yes,
                  const std::function<halite::Status(KeyState, const std::string&)>& fn) {
-    Grouped chosen = group(from, false, false, nullptr);
+    Grouped chosen = group(from, false, nullptr);
     if (chosen.empty()) {
       std::string stat_str = statuses.front();
       if (statuses.size() > 1) {
@@ -297,14 +298,14 @@ int main(int argc, char** argv) {
     return done;
   };
   if (action == "-L") {
-    PrintGrouped(group(kAll, true, true, nullptr), false, json);
+    PrintGrouped(group(kAll, true, nullptr), false, json);
   } else if (action == "-l") {
     auto state = ParseState(target);
     if (!state) {
       std::cerr << "halite-key: unknown key state '" << target << "'\n";
       return 64;
     }
-    PrintGrouped(group({*state}, true, true, nullptr), false, json);
+    PrintGrouped(group({*state}, true, nullptr), false, json);
   } else if (action == "-a" || action == "-A") {
     std::vector<KeyState> from = {KeyState::kPending};
     std::vector<std::string> statuses = {"unaccepted"};
@@ -339,9 +340,9 @@ int main(int argc, char** argv) {
     });
     if (done.contains(KeyState::kAccepted) && cfg->rotate_aes_key) rotate();
   } else if (action == "-f" || action == "-F") {
-    PrintGrouped(group(kAll, false, false, read_text(true)), true, json);
+    PrintGrouped(group(kAll, false, read_text(true)), true, json);
   } else if (action == "-p" || action == "-P") {
-    PrintGrouped(group(kAll, false, false, read_text(false)), true, json);
+    PrintGrouped(group(kAll, false, read_text(false)), true, json);
   }
   return rc;
 }
