@@ -6,6 +6,7 @@
 #include "halite/keys/key_store.h"
 #include "halite/master/fileserver.h"
 #include "halite/master/handlers.h"
+#include "halite/master/mine.h"
 #include "halite/master/targeting.h"
 #include "halite/pillar/compiler.h"
 #include "halite/wire/encoding.h"
@@ -210,6 +211,16 @@ void HandlePillar(MasterContext& ctx, AesRequest req) {
       if (const wire::Value* o = req.load.Find("pillar_override"); o && o->is_map()) {
         preq.pillar_override = *o;
       }
+      // saltutil.runner('mine.get', ...) in a template: Salt's runner asks as the master
+      // itself (its own id, so the master's entry in `mine_get` applies), not as the minion.
+      preq.host = [&ctx](const std::string& name, const wire::Value& args) -> Result<wire::Value> {
+        if (name != "mine.get") return Error::NotFound("no host function " + name);
+        const wire::Value* tgt = args.Find("tgt");
+        const wire::Value* fun = args.Find("fun");
+        const std::string* type = args.FindStr("tgt_type");
+        if (!tgt || !fun) return Error::InvalidArgument("mine.get needs tgt and fun");
+        return MineGet(ctx, ctx.config->id, *tgt, *fun, type ? *type : "glob");
+      };
       pillar = compiler->Compile(preq);
     }
     if (ctx.config->minion_data_cache && !req.replayed) {
@@ -312,47 +323,6 @@ void HandleMinionEvent(MasterContext& ctx, AesRequest req) {
   req.reply(ReplyKind::kEncrypted, wire::Value());
 }
 
-// re.match(pattern, text), as Salt's ACLs use it; a bad pattern matches nothing.
-bool ReMatch(const std::string& pattern, const std::string& text) {
-  auto re = wire::CompileRegexCached(pattern);
-  if (!re.ok()) return false;
-  auto m = re->Match(text, wire::RegexAnchor::kStart);
-  return m.ok() && *m;
-}
-
-// Salt's master-side `mine_get` ACL: the functions `requester` may read.
-std::vector<std::string> MineFunctionsAllowed(MasterContext& ctx, const std::string& requester,
-                                              std::vector<std::string> funs) {
-  if (!ctx.config->has_mine_get) return funs;
-  std::vector<std::string> perms;
-  for (const auto& [id_pattern, allowed] : ctx.config->mine_get) {
-    if (ReMatch(id_pattern, requester)) perms.insert(perms.end(), allowed.begin(), allowed.end());
-  }
-  std::erase_if(funs, [&](const std::string& f) {
-    return std::none_of(perms.begin(), perms.end(),
-                        [&](const std::string& p) { return ReMatch(p, f); });
-  });
-  if (funs.empty()) spdlog::info("mine_get from '{}': no function allowed by mine_get", requester);
-  return funs;
-}
-
-// A mine entry as `requester` may see it: the value itself, or, for an entry stored with
-// Salt's minion-side ACL ({"__saltmine_acl__": 1, "__data__": v, "allow_tgt": ...}), its data
-// when `requester` matches allow_tgt. nullptr: nothing to show.
-const wire::Value* MineValueFor(MasterContext& ctx, const wire::Value* entry,
-                                const std::string& requester) {
-  if (!entry || !entry->is_map() || !entry->Find("__saltmine_acl__")) return entry;
-  if (const wire::Value* allow_tgt = entry->Find("allow_tgt"); allow_tgt && allow_tgt->Truthy()) {
-    const std::string* type = entry->FindStr("allow_tgt_type");
-    auto allowed = ResolveTargets(ctx, *allow_tgt, type ? *type : "glob", ":");
-    if (!allowed.ok() ||
-        !std::binary_search(allowed->minions.begin(), allowed->minions.end(), requester)) {
-      return nullptr;
-    }
-  }
-  return entry->Find("__data__");
-}
-
 // salt-wire 6.2: _mine, _mine_delete, _mine_flush, _mine_get.
 void HandleMine(MasterContext& ctx, const std::string& cmd, AesRequest req) {
   if (req.id.empty() || !keys::ValidMinionId(req.id)) {
@@ -371,47 +341,13 @@ void HandleMine(MasterContext& ctx, const std::string& cmd, AesRequest req) {
   } else if (cmd == "_mine_flush") {
     st = ctx.minion_data->FlushMine(req.id);
   } else {  // _mine_get
-    const wire::Value* tgt = req.load.Find("tgt");
-    const wire::Value* fun = req.load.Find("fun");
     std::string tgt_type = "glob";
     if (const std::string* t = req.load.FindStr("tgt_type")) tgt_type = *t;
     if (const std::string* t = req.load.FindStr("expr_form")) tgt_type = *t;
-    wire::Value out = wire::Value::EmptyMap();
-    if (tgt && fun) {
-      std::vector<std::string> funs;
-      if (const std::string* f = fun->str()) {
-        std::size_t start = 0;
-        while (start <= f->size()) {
-          std::size_t comma = std::min(f->find(',', start), f->size());
-          if (comma > start) funs.push_back(f->substr(start, comma - start));
-          start = comma + 1;
-        }
-      } else if (const wire::Array* a = fun->array()) {
-        for (const auto& v : *a) {
-          if (const std::string* s = v.str()) funs.push_back(*s);
-        }
-      }
-      const bool by_function = fun->is_array() || funs.size() > 1;
-      funs = MineFunctionsAllowed(ctx, req.id, std::move(funs));
-      if (!funs.empty()) {
-        auto resolved = ResolveTargets(ctx, *tgt, tgt_type, ":", /*greedy=*/false);
-        if (resolved.ok()) {
-          for (const auto& id : resolved->minions) {
-            wire::Value mine = ctx.minion_data->Mine(id);
-            for (const auto& f : funs) {
-              const wire::Value* value = MineValueFor(ctx, mine.Find(f), req.id);
-              if (!value) continue;
-              if (by_function) {
-                if (!out.Find(f)) out.Set(f, wire::Value::EmptyMap());
-                out.Find(f)->Set(id, *value);
-              } else {
-                out.Set(id, *value);
-              }
-            }
-          }
-        }
-      }
-    }
+    const wire::Value* tgt = req.load.Find("tgt");
+    const wire::Value* fun = req.load.Find("fun");
+    wire::Value out =
+        tgt && fun ? MineGet(ctx, req.id, *tgt, *fun, tgt_type) : wire::Value::EmptyMap();
     req.reply(ReplyKind::kEncrypted, std::move(out));
     return;
   }

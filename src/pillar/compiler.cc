@@ -216,6 +216,7 @@ class Compilation {
     r.saltenv = saltenv;
     r.sls = sls;
     r.context = Context(defaults);
+    r.host = req_.host;
     auto out = renderer_.Render(r);
     if (!out.ok()) {
       spdlog::error("pillar for {}: {} ({} in {}): {}", req_.id, sls.empty() ? "top file" : sls,

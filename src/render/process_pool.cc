@@ -181,7 +181,7 @@ class ProcessPool final : public Renderer {
     req.Set("sls", r.sls);
     req.Set("context", r.context.is_map() ? r.context : wire::Value::EmptyMap());
     renders_++;
-    auto result = Exchange(req);
+    auto result = Exchange(req, &r.host);
     if (!result.ok() && result.error().code == ErrorCode::kInvalidArgument) failures_++;
     return result;
   }
@@ -317,39 +317,81 @@ class ProcessPool final : public Renderer {
     return how;
   }
 
-  Result<wire::Value> Exchange(const wire::Value& req) {
-    const auto deadline = Clock::now() + opt_.timeout;
-    std::string body = wire::Pack(req, wire::Packing::kBinType);
+  static std::string Frame(const wire::Value& v) {
+    std::string body = wire::Pack(v, wire::Packing::kBinType);
     std::string frame(4, '\0');
     const auto n = static_cast<std::uint32_t>(body.size());
     frame[0] = static_cast<char>(n >> 24);
     frame[1] = static_cast<char>(n >> 16);
     frame[2] = static_cast<char>(n >> 8);
     frame[3] = static_cast<char>(n);
-    frame += body;
+    return frame + body;
+  }
+
+  // One frame from the renderer: its answer, or a call to the host (a map with "call").
+  Status ReadFrame(const Child& c, std::string& frame, Clock::time_point deadline) {
+    std::string header;
+    if (auto st = ReadExact(c.fd, 4, header, deadline); !st.ok()) return st;
+    const std::size_t size =
+        (static_cast<std::size_t>(static_cast<unsigned char>(header[0])) << 24) |
+        (static_cast<std::size_t>(static_cast<unsigned char>(header[1])) << 16) |
+        (static_cast<std::size_t>(static_cast<unsigned char>(header[2])) << 8) |
+        static_cast<std::size_t>(static_cast<unsigned char>(header[3]));
+    if (size > opt_.max_output_bytes + 4096) {
+      return Error::ResourceExhausted("renderer: rendered data over " +
+                                      std::to_string(opt_.max_output_bytes) + " bytes");
+    }
+    return ReadExact(c.fd, size, frame, deadline);
+  }
+
+  // The answer to a renderer's call to the host, as a frame.
+  std::string AnswerCall(const wire::Value& call, const HostCall* host, int& calls) {
+    const std::string* name = call.FindStr("call");
+    const wire::Value* args = call.Find("args");
+    Result<wire::Value> out = Error::Unavailable("no host functions");
+    if (!name) {
+      out = Error::InvalidArgument("a call without a name");
+    } else if (!host || !*host) {
+      out = Error::Unavailable("salt['" + *name + "'] needs the master, which this render has not");
+    } else if (++calls > opt_.max_host_calls) {
+      out = Error::ResourceExhausted("more than " + std::to_string(opt_.max_host_calls) +
+                                     " calls to the master in one file");
+    } else {
+      out = (*host)(*name, args && args->is_map() ? *args : wire::Value::EmptyMap());
+    }
+    if (out.ok()) return Frame(wire::Value::MapOf({{"ok", true}, {"data", std::move(*out)}}));
+    return Frame(wire::Value::MapOf({{"ok", false}, {"error", out.error().message}}));
+  }
+
+  Result<wire::Value> Exchange(const wire::Value& req, const HostCall* host = nullptr) {
+    const auto deadline = Clock::now() + opt_.timeout;
+    const std::string frame = Frame(req);
 
     auto child = Acquire(deadline);
     if (!child.ok()) return Error{child.error().code, "renderer: " + child.error().message};
     Child c = *child;
 
-    std::string header;
+    wire::UnpackLimits limits;
+    limits.max_depth = 128;
+    limits.max_bytes = opt_.max_output_bytes + 4096;
     std::string answer;
     Status st = WriteAll(c.fd, frame, deadline);
-    if (st.ok()) st = ReadExact(c.fd, 4, header, deadline);
-    std::size_t size = 0;
-    if (st.ok()) {
-      size = (static_cast<std::size_t>(static_cast<unsigned char>(header[0])) << 24) |
-             (static_cast<std::size_t>(static_cast<unsigned char>(header[1])) << 16) |
-             (static_cast<std::size_t>(static_cast<unsigned char>(header[2])) << 8) |
-             static_cast<std::size_t>(static_cast<unsigned char>(header[3]));
-      if (size > opt_.max_output_bytes + 4096) {
-        Discard(c, true, "answered with an oversized frame");
-        return Error::ResourceExhausted("renderer: rendered data over " +
-                                        std::to_string(opt_.max_output_bytes) + " bytes");
-      }
-      st = ReadExact(c.fd, size, answer, deadline);
+    Result<wire::Value> value = Error::Internal("no answer");
+    int calls = 0;
+    while (st.ok()) {
+      answer.clear();
+      st = ReadFrame(c, answer, deadline);
+      if (!st.ok()) break;
+      value = wire::Unpack(answer, limits);
+      if (!value.ok() || !value->is_map() || !value->Find("call") || value->Find("ok")) break;
+      // The template needs the master mid-render: answer, then read on (same deadline).
+      st = WriteAll(c.fd, AnswerCall(*value, host, calls), deadline);
     }
     if (!st.ok()) {
+      if (st.error().code == ErrorCode::kResourceExhausted) {
+        Discard(c, true, "answered with an oversized frame");
+        return st.error();
+      }
       if (st.error().code == ErrorCode::kDeadlineExceeded) {
         timeouts_++;
         Discard(c, true, "missed its deadline and was killed");
@@ -365,10 +407,6 @@ class ProcessPool final : public Renderer {
     }
     Release(c);
 
-    wire::UnpackLimits limits;
-    limits.max_depth = 128;
-    limits.max_bytes = opt_.max_output_bytes + 4096;
-    auto value = wire::Unpack(answer, limits);
     if (!value.ok()) return Error::Internal("renderer answer: " + value.error().message);
     const wire::Value* ok = value->Find("ok");
     if (ok && ok->boolean().value_or(false)) {

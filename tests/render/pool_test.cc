@@ -103,6 +103,69 @@ TEST_F(PoolTest, UndefinedVariablesAndUnknownSaltFunctionsFailTheFile) {
   EXPECT_NE(f.error().message.find("no.such"), std::string::npos) << f.error().message;
 }
 
+TEST_F(PoolTest, TemplatesAskTheMasterForTheMineMidRender) {
+  tree_.Write("mine.sls",
+              "{% set run = salt['saltutil.runner'] %}\n"
+              "a: {{ run('mine.get', tgt='web*', fun='role') | json }}\n"
+              "b: {{ run('mine.get', arg=['db*', 'ip', 'glob']) | json }}\n"
+              "local: {{ salt['mine.get']('*', 'role') | json }}\n");
+  tree_.Write("loop.sls",
+              "{% for i in range(5000) %}{% do salt['saltutil.runner']('mine.get', tgt='*', "
+              "fun='x') %}{% endfor %}a: 1\n");
+  tree_.Write("other.sls", "a: {{ salt['saltutil.runner']('jobs.list_jobs') }}\n");
+  tree_.Write("missing.sls", "a: {{ salt['saltutil.runner']('mine.get', tgt='*') }}\n");
+  auto pool = Pool();
+  std::vector<std::string> asked;
+  auto render = [&](const char* file, HostCall host) {
+    RenderRequest req;
+    req.file = tree_.root() + "/" + file;
+    req.searchpath = {tree_.root()};
+    req.sls = "x";
+    req.context = wire::Value::MapOf({{"grains", wire::Value::MapOf({{"id", "m1"}})}});
+    req.host = std::move(host);
+    return pool->Render(req);
+  };
+  HostCall host = [&](const std::string& name, const wire::Value& args) -> Result<wire::Value> {
+    asked.push_back(name + " " + args.ToJson());
+    const std::string* tgt = args.FindStr("tgt");
+    return wire::Value::MapOf({{*tgt, *args.FindStr("fun")}});
+  };
+  auto v = render("mine.sls", host);
+  ASSERT_TRUE(v.ok()) << v.error().ToString();
+  EXPECT_EQ(Json(*v), Json(R"({"a":{"web*":"role"},"b":{"db*":"ip"},"local":{}})"));
+  ASSERT_EQ(asked.size(), 2u);
+  EXPECT_EQ(Json(asked[1].substr(9).c_str()),
+            Json(R"({"tgt":"db*","fun":"ip","tgt_type":"glob"})"));
+
+  // The master's refusal, no master at all, a template that would call it forever, a runner
+  // halite does not have, and a missing argument: each fails the file, the pool goes on.
+  auto refused =
+      render("mine.sls", [](const std::string&, const wire::Value&) -> Result<wire::Value> {
+        return Error::PermissionDenied("not for you");
+      });
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("not for you"), std::string::npos)
+      << refused.error().message;
+  auto none = render("mine.sls", {});
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.error().message.find("needs the master"), std::string::npos)
+      << none.error().message;
+  asked.clear();
+  auto loop = render("loop.sls", host);
+  ASSERT_FALSE(loop.ok());
+  EXPECT_NE(loop.error().message.find("calls to the master"), std::string::npos)
+      << loop.error().message;
+  EXPECT_EQ(asked.size(), 1000u);
+  auto other = render("other.sls", host);
+  ASSERT_FALSE(other.ok());
+  EXPECT_NE(other.error().message.find("jobs.list_jobs"), std::string::npos);
+  auto missing = render("missing.sls", host);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.error().message.find("'fun'"), std::string::npos) << missing.error().message;
+  auto again = render("mine.sls", host);
+  EXPECT_TRUE(again.ok()) << again.error().ToString();
+}
+
 TEST_F(PoolTest, ImportsCannotLeaveTheRoots) {
   tree_.Write("../outside.jinja", "{% set secret = 'leaked' %}\n");
   tree_.Symlink("../outside.jinja", "link.jinja");

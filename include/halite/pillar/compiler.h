@@ -53,6 +53,7 @@ struct PillarRequest {
   std::string saltenv;          // empty: not given
   std::string pillarenv;        // empty: not given
   wire::Value pillar_override;  // a map, or nil
+  render::HostCall host;        // what templates ask of the master (the mine); empty: none
 };
 
 class PillarCompiler {

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -28,12 +29,20 @@ struct RenderSettings {
   std::string gpg_keydir;        // for `|gpg`; empty: encrypted data is an error
 };
 
+// A function a template calls that only the master can answer (Salt's
+// `salt['saltutil.runner']('mine.get', ...)` reads the mine of every minion): the renderer asks
+// mid-render, the pool answers through this. `name` is the function, `args` a map of its
+// arguments. Errors fail the file as a template error would.
+using HostCall =
+    std::function<Result<wire::Value>(const std::string& name, const wire::Value& args)>;
+
 struct RenderRequest {
   std::string file;                     // absolute path of the template
   std::vector<std::string> searchpath;  // the saltenv's roots: imports resolve only here
   std::string saltenv = "base";
   std::string sls;      // "a.b" for an sls, "" for a top file
   wire::Value context;  // a map: grains, pillar, opts, and include defaults
+  HostCall host;        // empty: templates that need the master fail with a clear error
 };
 
 // The render failed for a reason in the file (kInvalidArgument: syntax, undefined variable,
@@ -59,6 +68,7 @@ struct PoolOptions {
   std::chrono::milliseconds timeout{10'000};    // per file; a renderer past it is killed
   std::size_t memory_limit_bytes = 1ull << 30;  // RLIMIT_AS of each renderer
   std::size_t max_output_bytes = 16u << 20;     // rendered data bigger than this is an error
+  int max_host_calls = 1000;                    // per file: a template looping on the master
   bool allow_test_ops = false;                  // tests only: the "crash" and "spin" ops
 };
 

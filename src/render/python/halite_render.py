@@ -8,6 +8,10 @@ most, owned by halite-master). It reads one request at a time from a pipe and an
               {"op": "ping"}
     answer  = {"ok": True, "data": ...} or {"ok": False, "error": "...", "detail": "..."}
 
+Mid-render, a template may need what only the master has (the mine of every minion): the
+renderer then writes a call frame {"call": "mine.get", "args": {...}} and reads one answer
+frame ({"ok": True, "data": ...} or {"ok": False, "error": ...}) before it goes on.
+
 The semantics follow Salt's pillar rendering (renderer pipelines from `#!` lines, Jinja2 in a
 sandbox with StrictUndefined, Salt's YAML loader rules, Salt's filters and tags, a master-side
 `salt` dict); this file is halite's own code. What it does not know it refuses: an unknown
@@ -804,6 +808,7 @@ class SaltFunctions(collections.abc.Mapping):
             "config.get": self.config_get,
             "config.option": self.config_get,
             "mine.get": self.mine_get,
+            "saltutil.runner": self.saltutil_runner,
             "file.file_exists": self.file_exists,
             "file.directory_exists": self.directory_exists,
             "file.read": self.file_read,
@@ -864,8 +869,36 @@ class SaltFunctions(collections.abc.Mapping):
                 return value
         return default
 
-    def mine_get(self, tgt, fun, tgt_type="glob", **kwargs):
-        raise NotAllowed("salt['mine.get'] is not available in halite's pillar renderer yet")
+    _MINE_TARGETS = ("glob", "pcre", "list", "grain", "grain_pcre", "ipcidr", "compound", "pillar", "pillar_pcre")
+
+    def mine_get(self, tgt, fun, tgt_type="glob", exclude_minion=False):
+        # On a master, Salt's execution module reads the master's own local data store (the
+        # template runs with file_client local), which holds no mine: it answers {} whatever
+        # the minions sent. Salt's documented way is saltutil.runner('mine.get', ...), below.
+        if tgt_type not in self._MINE_TARGETS:
+            raise RenderError("mine.get: unknown target type %r" % (tgt_type,))
+        return {}
+
+    def saltutil_runner(self, name, arg=None, kwarg=None, full_return=False, saltenv="base", jid=None, **kwargs):
+        if name != "mine.get":
+            raise NotAllowed("salt['saltutil.runner']('%s') is not available in halite's pillar renderer" % name)
+        params = ["tgt", "fun", "tgt_type"]
+        call = {}
+        for i, value in enumerate(list(arg or [])):
+            if i >= len(params):
+                raise RenderError("mine.get takes at most 3 arguments")
+            call[params[i]] = value
+        extra = dict(kwarg or {})
+        extra.update({k: v for k, v in kwargs.items() if not k.startswith("__")})
+        for key, value in extra.items():
+            if key not in params:
+                raise RenderError("mine.get got an unexpected keyword argument %r" % key)
+            call[key] = value
+        for key in ("tgt", "fun"):
+            if key not in call:
+                raise RenderError("mine.get is missing the argument %r" % key)
+        call.setdefault("tgt_type", "glob")
+        return host_call("mine.get", call)
 
     def _root_path(self, path):
         if path.startswith("salt://"):
@@ -1110,6 +1143,8 @@ def render_gpg(data, request, context, argline):
             return text
         if not keydir:
             raise RenderError("gpg: encrypted data but no gpg_keydir is set")
+        if not os.path.isdir(keydir):
+            raise RenderError("gpg: encrypted data but gpg_keydir %s does not exist" % keydir)
         try:
             import gnupg
         except ImportError:
@@ -1358,9 +1393,37 @@ def _read_exact(stream, n):
     return b"".join(chunks)
 
 
+_HOST = {}
+
+
+def _write_frame(stream, obj):
+    payload = msgpack.packb(obj, use_bin_type=True, default=_default)
+    stream.write(struct.pack(">I", len(payload)) + payload)
+
+
+def host_call(name, args):
+    """Asks the master (the pool that sent this request) and waits for its answer."""
+    stdin, stdout = _HOST.get("in"), _HOST.get("out")
+    if stdin is None:
+        raise NotAllowed("salt['%s'] needs the master" % name)
+    _write_frame(stdout, {"call": name, "args": args})
+    header = _read_exact(stdin, 4)
+    if header is None:
+        raise RenderError("the master went away")
+    (size,) = struct.unpack(">I", header)
+    body = _read_exact(stdin, size)
+    if body is None:
+        raise RenderError("the master went away")
+    answer = msgpack.unpackb(body, raw=False, strict_map_key=False)
+    if not answer.get("ok"):
+        raise RenderError("%s: %s" % (name, answer.get("error")))
+    return answer.get("data")
+
+
 def serve(fd_in, fd_out):
     stdin = os.fdopen(fd_in, "rb", buffering=0)
     stdout = os.fdopen(fd_out, "wb", buffering=0)
+    _HOST["in"], _HOST["out"] = stdin, stdout
     sys.setrecursionlimit(2000)
     while True:
         header = _read_exact(stdin, 4)

@@ -10,6 +10,8 @@
 #   2. one stock salt-minion per top-level key of <tree>/minions.yaml; its `grains:` mapping
 #      becomes the minion config `grains:` key (static grains), its optional `config:` mapping
 #      is merged into the minion config as well (e.g. pillarenv, saltenv).
+#   2b. if <tree>/capture-mine exists: salt '*' mine.update, then each minion's stored mine
+#      (<cachedir>/minions/<id>/mine.p) -> expected/<id>.mine.json
 #   3. salt '*' saltutil.refresh_pillar ; salt '*' pillar.items --out json --static
 #      -> expected/<id>.json (that minion's dict, keys sorted)
 #   4. for every expected/<id>.override.input.json:
@@ -65,6 +67,14 @@ PYEOF
     [ "$got" -ge "$n" ] && break; sleep 2
   done
   echo "$got/$n minions up"
+  if [ -e "$tree/capture-mine" ]; then  # the minions' mine first; expected/<id>.mine.json is what the master stored
+    salt_bin salt -c "$conf" -t 60 '*' mine.update --out txt
+    for f in "$S"/master/root/cache/minions/*/mine.p; do
+      [ -e "$f" ] || continue
+      "$PY" -c 'import sys,json,msgpack; print(json.dumps(msgpack.unpackb(open(sys.argv[1],"rb").read(), raw=False), indent=4, sort_keys=True))' \
+        "$f" > "$tree/expected/$(basename "$(dirname "$f")").mine.json"
+    done
+  fi
   salt_bin salt -c "$conf" -t 60 '*' saltutil.refresh_pillar --out txt
   salt_bin salt -c "$conf" -t 60 '*' pillar.items --out json --static > "$S/all.json"
   "$PY" - "$S/all.json" "$tree/expected" <<'PYEOF'

@@ -1,0 +1,96 @@
+// The mine as a requester may read it (include/halite/master/mine.h).
+#include "halite/master/mine.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "halite/master/minion_data.h"
+#include "halite/master/targeting.h"
+#include "halite/wire/regex.h"
+
+namespace halite::master {
+namespace {
+
+// re.match(pattern, text), as Salt's ACLs use it; a bad pattern matches nothing.
+bool ReMatch(const std::string& pattern, const std::string& text) {
+  auto re = wire::CompileRegexCached(pattern);
+  if (!re.ok()) return false;
+  auto m = re->Match(text, wire::RegexAnchor::kStart);
+  return m.ok() && *m;
+}
+
+// Salt's master-side `mine_get` ACL: the functions `requester` may read.
+std::vector<std::string> MineFunctionsAllowed(MasterContext& ctx, const std::string& requester,
+                                              std::vector<std::string> funs) {
+  if (!ctx.config->has_mine_get) return funs;
+  std::vector<std::string> perms;
+  for (const auto& [id_pattern, allowed] : ctx.config->mine_get) {
+    if (ReMatch(id_pattern, requester)) perms.insert(perms.end(), allowed.begin(), allowed.end());
+  }
+  std::erase_if(funs, [&](const std::string& f) {
+    return std::none_of(perms.begin(), perms.end(),
+                        [&](const std::string& p) { return ReMatch(p, f); });
+  });
+  if (funs.empty()) spdlog::info("mine_get from '{}': no function allowed by mine_get", requester);
+  return funs;
+}
+
+// A mine entry as `requester` may see it: the value itself, or, for an entry stored with
+// Salt's minion-side ACL ({"__saltmine_acl__": 1, "__data__": v, "allow_tgt": ...}), its data
+// when `requester` matches allow_tgt. nullptr: nothing to show.
+const wire::Value* MineValueFor(MasterContext& ctx, const wire::Value* entry,
+                                const std::string& requester) {
+  if (!entry || !entry->is_map() || !entry->Find("__saltmine_acl__")) return entry;
+  if (const wire::Value* allow_tgt = entry->Find("allow_tgt"); allow_tgt && allow_tgt->Truthy()) {
+    const std::string* type = entry->FindStr("allow_tgt_type");
+    auto allowed = ResolveTargets(ctx, *allow_tgt, type ? *type : "glob", ":");
+    if (!allowed.ok() ||
+        !std::binary_search(allowed->minions.begin(), allowed->minions.end(), requester)) {
+      return nullptr;
+    }
+  }
+  return entry->Find("__data__");
+}
+
+}  // namespace
+
+wire::Value MineGet(MasterContext& ctx, const std::string& requester, const wire::Value& tgt,
+                    const wire::Value& fun, const std::string& tgt_type) {
+  wire::Value out = wire::Value::EmptyMap();
+  std::vector<std::string> funs;
+  if (const std::string* f = fun.str()) {
+    std::size_t start = 0;
+    while (start <= f->size()) {
+      std::size_t comma = std::min(f->find(',', start), f->size());
+      if (comma > start) funs.push_back(f->substr(start, comma - start));
+      start = comma + 1;
+    }
+  } else if (const wire::Array* a = fun.array()) {
+    for (const auto& v : *a) {
+      if (const std::string* s = v.str()) funs.push_back(*s);
+    }
+  }
+  const bool by_function = fun.is_array() || funs.size() > 1;
+  funs = MineFunctionsAllowed(ctx, requester, std::move(funs));
+  if (funs.empty()) return out;
+  auto resolved = ResolveTargets(ctx, tgt, tgt_type, ":", /*greedy=*/false);
+  if (!resolved.ok()) return out;
+  for (const auto& id : resolved->minions) {
+    wire::Value mine = ctx.minion_data->Mine(id);
+    for (const auto& f : funs) {
+      const wire::Value* value = MineValueFor(ctx, mine.Find(f), requester);
+      if (!value) continue;
+      if (by_function) {
+        if (!out.Find(f)) out.Set(f, wire::Value::EmptyMap());
+        out.Find(f)->Set(id, *value);
+      } else {
+        out.Set(id, *value);
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace halite::master
