@@ -323,6 +323,11 @@ Result<Loaded<MasterConfig>> LoadMasterConfig(const std::filesystem::path& path)
                           LoadYamlFileWithIncludes(path, "master.d/*.conf", include_warnings));
   HALITE_ASSIGN_OR_RETURN(Loaded<MasterConfig> loaded, MasterConfigFromYaml(root));
   loaded.warnings.insert(loaded.warnings.begin(), include_warnings.begin(), include_warnings.end());
+  // Salt's gpg renderer defaults its keydir to <config_dir>/gpgkeys.
+  if (loaded.config.gpg_keydir.empty()) {
+    loaded.config.gpg_keydir =
+        (std::filesystem::absolute(path).parent_path() / "gpgkeys").lexically_normal().string();
+  }
   return loaded;
 }
 

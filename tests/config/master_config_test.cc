@@ -384,6 +384,17 @@ TEST(MasterConfigTest, ProblemsFromFileAreTheSameLines) {
                           StartsWith("log_level: must be one of trace, debug")));
 }
 
+TEST(MasterConfigTest, GpgKeydirDefaultsToTheConfigDirsGpgkeysAsSaltsDoes) {
+  TempDir dir;
+  auto plain = LoadMasterConfig(dir.Write("master", "id: m1\n"));
+  ASSERT_TRUE(plain.ok()) << plain.error().ToString();
+  EXPECT_EQ(plain->config.gpg_keydir,
+            (std::filesystem::path(dir.path()) / "gpgkeys").lexically_normal().string());
+  auto set = LoadMasterConfig(dir.Write("master", "gpg_keydir: /srv/keys\n"));
+  ASSERT_TRUE(set.ok()) << set.error().ToString();
+  EXPECT_EQ(set->config.gpg_keydir, "/srv/keys");
+}
+
 TEST(MasterConfigTest, UnknownKeysAreWarningsNotErrors) {
   const Loaded<MasterConfig> loaded = ParseOk("foo: 1\nid: m1\nno_such_setting: []\n");
   EXPECT_THAT(loaded.warnings, ElementsAre("unknown key 'foo' (ignored)",

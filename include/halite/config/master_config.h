@@ -101,7 +101,7 @@ struct MasterConfig {
   YAML::Node jinja_env{YAML::NodeType::Map};      // Jinja Environment options (not sls)
   YAML::Node jinja_sls_env{YAML::NodeType::Map};  // ... for sls files
   bool allow_undefined = false;                   // false: StrictUndefined, as Salt
-  std::string gpg_keydir;                         // Salt's default is <config_dir>/gpgkeys
+  std::string gpg_keydir;                         // LoadMasterConfig: <config_dir>/gpgkeys if unset
   // halite's own: salt['cmd.run'] in a pillar template runs a command on the master (Salt
   // allows it always; halite only when asked).
   bool pillar_allow_cmd_run = false;
