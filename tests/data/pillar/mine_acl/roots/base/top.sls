@@ -1,0 +1,6 @@
+base:
+  '*':
+    - mine
+  'role:web':
+    - match: grain
+    - web
