@@ -12,95 +12,12 @@
 #include <set>
 
 #include "halite/wire/target.h"
+#include "roots.h"
 
 namespace halite::pillar {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string SlsToPath(const std::string& sls) {
-  std::string rel = sls;
-  std::replace(rel.begin(), rel.end(), '.', '/');
-  return rel;
-}
-
-bool SafeRelative(const std::string& rel) {
-  if (rel.empty() || rel[0] == '/') return false;
-  for (const auto& part : fs::path(rel)) {
-    if (part == "..") return false;
-  }
-  return true;
-}
-
-// The environment's roots, or nullptr.
-const std::vector<std::string>* RootsOf(const Roots& roots, const std::string& env) {
-  for (const auto& [name, dirs] : roots) {
-    if (name == env) return &dirs;
-  }
-  return nullptr;
-}
-
-struct Found {
-  std::string path;
-  bool init = false;  // <sls>/init.sls
-};
-
-// Salt's get_state: `<sls>.sls` in any root first, then `<sls>/init.sls`.
-std::optional<Found> FindSls(const std::vector<std::string>& dirs, const std::string& sls) {
-  const std::string rel = SlsToPath(sls);
-  if (!SafeRelative(rel)) return std::nullopt;
-  std::error_code ec;
-  for (const auto& d : dirs) {
-    fs::path p = fs::path(d) / (rel + ".sls");
-    if (fs::is_regular_file(p, ec)) return Found{p.string(), false};
-  }
-  for (const auto& d : dirs) {
-    fs::path p = fs::path(d) / rel / "init.sls";
-    if (fs::is_regular_file(p, ec)) return Found{p.string(), true};
-  }
-  return std::nullopt;
-}
-
-std::optional<std::string> FindFile(const std::vector<std::string>& dirs, const std::string& rel) {
-  std::error_code ec;
-  for (const auto& d : dirs) {
-    fs::path p = fs::path(d) / rel;
-    if (fs::is_regular_file(p, ec)) return p.string();
-  }
-  return std::nullopt;
-}
-
-// The sls names of an environment, sorted (the file client's list_states).
-std::vector<std::string> ListStates(const std::vector<std::string>& dirs) {
-  std::set<std::string> names;
-  std::error_code ec;
-  for (const auto& d : dirs) {
-    const fs::path root(d);
-    for (fs::recursive_directory_iterator
-             it(root, fs::directory_options::skip_permission_denied, ec),
-         end;
-         !ec && it != end; it.increment(ec)) {
-      if (it.depth() > 32) {
-        it.disable_recursion_pending();
-        continue;
-      }
-      if (!it->is_regular_file(ec) || it->path().extension() != ".sls") continue;
-      fs::path rel = it->path().lexically_relative(root);
-      std::string s = rel.string();
-      s.resize(s.size() - 4);
-      if (rel.filename() == "init.sls") {
-        s = rel.parent_path().string();
-        if (s.empty()) continue;
-      }
-      std::replace(s.begin(), s.end(), '/', '.');
-      names.insert(s);
-    }
-  }
-  return {names.begin(), names.end()};
-}
-
-std::string ToText(const wire::Value& v) { return wire::ScalarToString(v); }
-
 // Reads "match" from a top target's list; Salt's confirm_top defaults to compound.
 std::string MatcherOf(const wire::Value& data) {
   std::string matcher = "compound";
@@ -242,8 +159,6 @@ class Compilation {
     return envs;
   }
 
-  using Tops = std::vector<std::pair<std::string, std::vector<wire::Value>>>;
-
   std::vector<wire::Value>& TopsOf(Tops& tops, const std::string& env) {
     for (auto& [e, list] : tops) {
       if (e == env) return list;
@@ -306,98 +221,7 @@ class Compilation {
     return tops;
   }
 
-  // merge_tops: {saltenv: {target: [match dicts..., sls...]}}, targets sorted by `order`.
-  wire::Value MergeTops(const Tops& tops) {
-    struct Target {
-      std::string name;
-      wire::Array data;
-      long long order = 0;
-    };
-    std::vector<std::pair<std::string, std::vector<Target>>> merged;
-    auto env_slot = [&](const std::string& env) -> std::vector<Target>& {
-      for (auto& [e, t] : merged) {
-        if (e == env) return t;
-      }
-      merged.emplace_back(env, std::vector<Target>{});
-      return merged.back().second;
-    };
-    for (const auto& [_, list] : tops) {
-      for (const auto& ctop : list) {
-        if (!ctop.is_map()) {
-          if (!ctop.is_nil()) {
-            top_errors_.push_back("Error encountered while rendering pillar top file.");
-            return wire::Value::EmptyMap();
-          }
-          continue;
-        }
-        for (const auto& [envk, targets] : *ctop.map()) {
-          const std::string env = ToText(envk);
-          if (env == "include") continue;
-          if (!targets.is_map()) {
-            top_errors_.push_back("Error encountered while rendering pillar top file.");
-            return wire::Value::EmptyMap();
-          }
-          auto& slot = env_slot(env);
-          for (const auto& [tgtk, comps] : *targets.map()) {
-            Target t;
-            t.name = ToText(tgtk);
-            wire::Array matches;
-            std::vector<std::string> states;
-            bool ignore_missing = false;
-            if (const wire::Array* items = comps.array()) {
-              for (const auto& comp : *items) {
-                if (comp.is_map()) {
-                  if (comp.Find("match")) matches.push_back(comp);
-                  if (const wire::Value* o = comp.Find("order")) {
-                    if (auto i = o->int64()) {
-                      t.order = *i;
-                    } else if (const std::string* os = o->str()) {
-                      try {
-                        t.order = std::stoll(*os);
-                      } catch (...) {
-                        t.order = 0;
-                      }
-                    }
-                  }
-                  if (const wire::Value* im = comp.Find("ignore_missing"); im && im->Truthy()) {
-                    ignore_missing = true;
-                  }
-                } else if (const std::string* sls = comp.str()) {
-                  if (std::find(states.begin(), states.end(), *sls) == states.end())
-                    states.push_back(*sls);
-                }
-              }
-            } else if (!comps.is_nil()) {
-              top_errors_.push_back("Error encountered while rendering pillar top file.");
-              return wire::Value::EmptyMap();
-            }
-            if (ignore_missing) {
-              for (const auto& st : states) ignored_[env].insert(st);
-            }
-            t.data = std::move(matches);
-            for (auto& st : states) t.data.emplace_back(st);
-            auto existing =
-                std::find_if(slot.begin(), slot.end(), [&](auto& x) { return x.name == t.name; });
-            if (existing != slot.end()) {
-              *existing = std::move(t);
-            } else {
-              slot.push_back(std::move(t));
-            }
-          }
-        }
-      }
-    }
-    wire::Value out = wire::Value::EmptyMap();
-    for (auto& [env, targets] : merged) {
-      std::stable_sort(targets.begin(), targets.end(),
-                       [](const Target& a, const Target& b) { return a.order < b.order; });
-      wire::Value m = wire::Value::EmptyMap();
-      for (auto& t : targets)
-        m.map()->emplace_back(wire::Value(t.name), wire::Value(std::move(t.data)));
-      out.Set(env, std::move(m));
-    }
-    return out;
-  }
+  wire::Value MergeTops(const Tops& tops) { return pillar::MergeTops(tops, top_errors_, ignored_); }
 
   bool Confirm(const std::string& target, const wire::Value& data) const {
     const std::string matcher = MatcherOf(data);
