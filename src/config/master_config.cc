@@ -73,6 +73,8 @@ void ReadAll(YamlMapReader& r, MasterConfig& c) {
   r.ReadInt("max_minions", c.max_minions, 0, kMaxInt);
   r.ReadBool("auth_events", c.auth_events);
   r.ReadBool("minion_data_cache", c.minion_data_cache);
+  r.ReadBool("file_recv", c.file_recv);
+  r.ReadInt("file_recv_max_size", c.file_recv_max_size, 0, 1 << 20);
 
   r.ReadInt("worker_threads", c.worker_threads, 1, 1024);
   // keep_jobs (hours) is Salt's deprecated spelling; it counts only without keep_jobs_seconds.

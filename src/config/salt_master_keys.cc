@@ -104,8 +104,6 @@ constexpr SaltMasterKey kSaltMasterKeys[] = {
      "every file under file_roots is served, matching files too"},
     {"file_ignore_regex", SaltKeySupport::kNotSupported, "",
      "every file under file_roots is served, matching files too"},
-    {"file_recv", SaltKeySupport::kNotSupported, "false", "cp.push from minions is refused"},
-    {"file_recv_max_size", SaltKeySupport::kNotSupported, "", "cp.push is refused (file_recv)"},
     {"fileserver_backend", SaltKeySupport::kNotSupported, "roots",
      "only the roots backend (file_roots) is served"},
     {"fileserver_events", SaltKeySupport::kNotSupported, "", "no fileserver events"},

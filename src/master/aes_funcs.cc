@@ -4,6 +4,7 @@
 
 #include "halite/jobs/jid.h"
 #include "halite/keys/key_store.h"
+#include "halite/master/file_recv.h"
 #include "halite/master/fileserver.h"
 #include "halite/master/handlers.h"
 #include "halite/master/mine.h"
@@ -363,6 +364,12 @@ void DispatchAes(MasterContext& ctx, const std::string& cmd, AesRequest req) {
   if (cmd == "_minion_event") return HandleMinionEvent(ctx, std::move(req));
   if (auto handled = HandleFileCommand(*ctx.config.Get(), cmd, req.load)) {
     req.reply(ReplyKind::kEncrypted, std::move(*handled));
+    return;
+  }
+  if (cmd == "_file_recv") {
+    Status st = ReceiveFileChunk(*ctx.config.Get(), req.id, req.load);
+    if (!st.ok()) spdlog::warn("_file_recv from {}: {}", req.id, st.error().ToString());
+    req.reply(ReplyKind::kEncrypted, wire::Value(st.ok()));
     return;
   }
   if (cmd == "_mine" || cmd == "_mine_delete" || cmd == "_mine_flush" || cmd == "_mine_get") {

@@ -160,5 +160,99 @@ TEST_F(FileserverTest, ALargeFileComesBackWholeInChunks) {
   EXPECT_EQ(Data(Serve("big.bin", "base", 1048576)).substr(0, 100), big_.substr(1048576, 100));
 }
 
+// cp.push (salt-wire 6: `_file_recv`), as a stock minion sends it: the file arrives whole under
+// <cachedir>/minions/<id>/files; whatever the path says, a symlink planted there, a gap or a
+// size over file_recv_max_size, nothing is written elsewhere; with file_recv off, nothing at all.
+TEST(FileRecvTest, PushedFilesLandOnlyUnderTheMinionsFilesDirectory) {
+  TempDir tmp;
+  MasterSpec spec;
+  spec.auto_accept = true;
+  spec.extra_yaml = "file_recv: True\nfile_recv_max_size: 1\n";
+  MasterUnderTest master(tmp.path(), spec);
+  master.Start();
+  zmq::context_t ctx;
+  auto text = keys::ReadFile(master.dir() / "pki" / "master.pub");
+  ASSERT_TRUE(text.ok());
+  auto key = wire::RsaPrivateKey::Generate(2048);
+  ASSERT_TRUE(key.ok());
+  RawMinion minion("web1", *key, "tcp://" + master.ip() + ":4506");
+  auto auth = minion.Auth(ctx, *wire::RsaPublicKey::FromPem(*text));
+  ASSERT_TRUE(auth.ok() && auth->session);
+  auto push = [&](std::vector<std::string> path, std::int64_t loc, const std::string& data,
+                  std::int64_t size) {
+    wire::Array p;
+    for (auto& c : path) p.emplace_back(c);
+    wire::Value load = wire::Value::MapOf({{"cmd", "_file_recv"}, {"id", "web1"}});
+    load.Set("path", wire::Value(std::move(p)));
+    load.Set("loc", loc);
+    load.Set("size", size);
+    load.Set("data", wire::Value::Bin(data));
+    auto r = minion.Request(ctx, *auth->session, std::move(load));
+    EXPECT_TRUE(r.ok()) << r.error().ToString();
+    return r.ok() && r->boolean().value_or(false);
+  };
+  const fs::path files = master.dir() / "cache" / "minions" / "web1" / "files";
+
+  // A file in three chunks, as cp.push sends it (file_buffer_size chunks, loc = offset).
+  std::string body(300000, '\0');
+  for (std::size_t i = 0; i < body.size(); ++i) body[i] = static_cast<char>(i * 31 % 251);
+  const auto size = static_cast<std::int64_t>(body.size());
+  EXPECT_TRUE(push({"var", "log", "app.log"}, 0, body.substr(0, 131072), size));
+  EXPECT_TRUE(push({"var", "log", "app.log"}, 131072, body.substr(131072, 131072), size));
+  EXPECT_TRUE(push({"var", "log", "app.log"}, 262144, body.substr(262144), size));
+  EXPECT_TRUE(ReadFileOrEmpty(files / "var" / "log" / "app.log") == body);
+  // Pushed again from the start, it is replaced, not appended to.
+  EXPECT_TRUE(push({"var", "log", "app.log"}, 0, "short", 5));
+  EXPECT_EQ(ReadFileOrEmpty(files / "var" / "log" / "app.log"), "short");
+
+  // Paths that leave the directory, after normalising as Salt does.
+  const fs::path victim = tmp.path() / "victim";
+  WriteFile(victim, "untouched");
+  const std::string rel_to_victim = fs::relative(victim, files).string();
+  EXPECT_FALSE(push({"..", "..", "..", "x"}, 0, "evil", 4));
+  EXPECT_FALSE(push({"a", "..", "..", "..", "..", "x"}, 0, "evil", 4));
+  EXPECT_FALSE(push({"/", "etc", "x"}, 0, "evil", 4));
+  EXPECT_FALSE(push({rel_to_victim}, 0, "evil", 4));
+  EXPECT_FALSE(push({std::string("a\0b", 3)}, 0, "evil", 4));
+  // A symlink planted under the directory (by anyone) is never followed, as a directory or as
+  // the file.
+  fs::create_directories(files);
+  fs::create_symlink(tmp.path(), files / "out");
+  fs::create_symlink(victim, files / "leaf");
+  EXPECT_FALSE(push({"out", "victim"}, 0, "evil", 4));
+  EXPECT_FALSE(push({"leaf"}, 0, "evil", 4));
+  EXPECT_EQ(ReadFileOrEmpty(victim), "untouched");
+  // A chunk past the end (a hole) and a file over file_recv_max_size (1 MiB) are refused.
+  EXPECT_FALSE(push({"gap"}, 4096, "x", 4097));
+  EXPECT_FALSE(fs::exists(files / "gap") && fs::file_size(files / "gap") > 0);
+  EXPECT_FALSE(push({"huge"}, 1048576 - 10, std::string(11, 'x'), 1048577));
+  EXPECT_TRUE(push({"fits"}, 0, std::string(1048576, 'x'), 1048576));
+  EXPECT_EQ(fs::file_size(files / "fits"), 1048576u);
+  EXPECT_FALSE(fs::exists(tmp.path() / "x"));
+}
+
+TEST(FileRecvTest, OffByDefault) {
+  TempDir tmp;
+  MasterSpec spec;
+  spec.auto_accept = true;
+  MasterUnderTest master(tmp.path(), spec);
+  master.Start();
+  zmq::context_t ctx;
+  auto text = keys::ReadFile(master.dir() / "pki" / "master.pub");
+  ASSERT_TRUE(text.ok());
+  auto key = wire::RsaPrivateKey::Generate(2048);
+  ASSERT_TRUE(key.ok());
+  RawMinion minion("web1", *key, "tcp://" + master.ip() + ":4506");
+  auto auth = minion.Auth(ctx, *wire::RsaPublicKey::FromPem(*text));
+  ASSERT_TRUE(auth.ok() && auth->session);
+  wire::Value load = wire::Value::MapOf({{"cmd", "_file_recv"}, {"id", "web1"}, {"loc", 0}});
+  load.Set("path", wire::Value(wire::Array{wire::Value("f")}));
+  load.Set("data", wire::Value::Bin("x"));
+  auto r = minion.Request(ctx, *auth->session, std::move(load));
+  ASSERT_TRUE(r.ok()) << r.error().ToString();
+  EXPECT_EQ(r->boolean(), std::optional<bool>(false));
+  EXPECT_FALSE(fs::exists(master.dir() / "cache" / "minions" / "web1" / "files"));
+}
+
 }  // namespace
 }  // namespace halite::testing

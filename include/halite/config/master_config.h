@@ -53,6 +53,8 @@ struct MasterConfig {
   int max_minions = 0;  // 0: no limit; else a new minion beyond this many accepted keys is "full"
   bool auth_events = true;
   bool minion_data_cache = true;
+  bool file_recv = false;        // cp.push from minions into <cachedir>/minions/<id>/files
+  int file_recv_max_size = 100;  // MiB per pushed file
 
   // --- Workers, jobs, sessions. ---
   int worker_threads = 5;
