@@ -236,8 +236,35 @@ std::string NewlineValuesOnly(const wire::Value& data) {
   return out;
 }
 
+// salt.output.no_return: red text lines, cyan keys, the colour before the indent.
+void NoReturn(const wire::Value& v, int indent, const internal::Colors& c, std::string& out) {
+  if (const std::string* s = v.str()) {
+    std::size_t start = 0;
+    for (;;) {
+      const std::size_t nl = s->find('\n', start);
+      out += c.red + std::string(static_cast<std::size_t>(indent), ' ') +
+             s->substr(start, nl == std::string::npos ? std::string::npos : nl - start) + c.endc +
+             "\n";
+      if (nl == std::string::npos) return;
+      start = nl + 1;
+    }
+  }
+  if (const wire::Map* m = v.map()) {
+    for (const auto* kv : internal::SortedItems(*m)) {
+      out += c.cyan + std::string(static_cast<std::size_t>(indent), ' ') + PyStr(kv->first) +
+             c.endc + ":\n";
+      NoReturn(kv->second, indent + 4, c, out);
+    }
+  }
+}
+
 std::string Printout(const wire::Value& data, OutputFormat format, const OutputOptions& o) {
   switch (format) {
+    case OutputFormat::kNoReturn: {
+      std::string out;
+      NoReturn(data, 0, internal::GetColors(o.color), out);
+      return out;
+    }
     case OutputFormat::kNested:
       return internal::Nested(data, 0, o.color, o.retcode);
     case OutputFormat::kHighstate: {
@@ -281,6 +308,7 @@ Result<OutputFormat> ParseOutputFormat(std::string_view name) {
   if (name == "raw") return OutputFormat::kRaw;
   if (name == "pprint") return OutputFormat::kPprint;
   if (name == "newline_values_only") return OutputFormat::kNewlineValuesOnly;
+  if (name == "no_return") return OutputFormat::kNoReturn;
   return Error::InvalidArgument("unknown output format '" + std::string(name) +
                                 "' (nested, highstate, json, yaml, txt, raw, pprint, "
                                 "newline_values_only)");

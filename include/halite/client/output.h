@@ -21,7 +21,8 @@ enum class OutputFormat {
   kTxt,
   kRaw,
   kPprint,
-  kNewlineValuesOnly
+  kNewlineValuesOnly,
+  kNoReturn,  // what salt prints for a minion that did not return
 };
 
 // What Salt's outputters read from the CLI's opts.
