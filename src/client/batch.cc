@@ -167,9 +167,18 @@ Result<int> Batch::Run(const BatchSink& sink) {
       groups.push_back(std::move(g));
       if (!published.ok()) groups.back().deadline = Clock::now();  // nobody to wait for
     }
-    HALITE_ASSIGN_OR_RETURN(auto event,
-                            client_.NextEvent(std::chrono::milliseconds(next.empty() ? 20 : 0)));
-    if (event) {
+    // Returns are gathered until 5 polls of 10 ms find nothing before the window is refilled,
+    // as Salt's loop does, so minions that return together print before the next group.
+    bool gathering = false;  // a return came: keep polling, up to 5 empty polls in all
+    int empty_polls = 0;
+    for (;;) {
+      const auto wait = std::chrono::milliseconds(gathering ? 10 : next.empty() ? 20 : 0);
+      HALITE_ASSIGN_OR_RETURN(auto event, client_.NextEvent(wait));
+      if (!event) {
+        if (!gathering || ++empty_polls >= 5) break;
+        continue;
+      }
+      gathering = true;
       auto [jid, id] = ReturnTag(event->first);
       for (Group& g : groups) {
         if (jid.empty()) break;
@@ -188,6 +197,7 @@ Result<int> Batch::Run(const BatchSink& sink) {
           break;
         }
       }
+      if (stop) break;
     }
     now = Clock::now();
     // A return whose event was lost (a master that died after storing it) is still found.
