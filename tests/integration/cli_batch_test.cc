@@ -158,6 +158,16 @@ TEST_F(CliBatchTest, BatchStaticOutFileAndExitCodesAreSalts) {
     EXPECT_EQ(none.out,
               "No minions matched the target. No command was sent, no jid was assigned.\n");
     EXPECT_EQ(none.err, "ERROR: No return received\n");
+    // -p off a terminal: a line per return on stderr, then the summary and no returns.
+    auto progress = Halite({"-p", "-L", "b1,b2", "test.ping"});
+    EXPECT_EQ(progress.exit_code, 0) << progress.err;
+    EXPECT_EQ(progress.err, "Returns: [1/2]\nReturns: [2/2]\n");
+    EXPECT_EQ(progress.out,
+              "\n\n-------------------------------------------\nSummary\n"
+              "-------------------------------------------\n"
+              "# of minions targeted: 2\n# of minions returned: 2\n"
+              "# of minions that did not return: 0\n# of minions with errors: 0\n"
+              "-------------------------------------------\n");
   }
   {
     SCOPED_TRACE("a minion that does not answer");
