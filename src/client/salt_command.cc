@@ -30,7 +30,10 @@ class Display {
   // Salt's get_printout: --out wins (but --out highstate leaves it to the return), then the
   // outputter the minion named, then nested; under --static a state function's is highstate.
   OutputFormat FormatFor(const std::string& minion_out) const {
-    if (!cmd_.out.empty() && cmd_.out != "highstate") return *ParseOutputFormat(cmd_.out);
+    if (!cmd_.out.empty() && cmd_.out != "highstate") {
+      auto named = ParseOutputFormat(cmd_.out);
+      return named.ok() ? *named : OutputFormat::kNested;  // salt falls back to nested too
+    }
     if (!minion_out.empty()) {
       if (auto f = ParseOutputFormat(minion_out); f.ok()) return *f;
       return OutputFormat::kNested;
