@@ -1,8 +1,8 @@
 // halite: publish a job and print the returns, with the salt CLI's habits.
 //   halite [options] TARGET FUNCTION [ARG ...] [key=value ...]   (options anywhere; `--` ends them)
-// Exit codes: 0 every expected minion returned and succeeded; 1 a function failed;
-// 2 a minion did not return; 64 a bad option; 42 an incomplete command (both as
-// salt); 78 bad config; 3 the publish itself failed.
+// Exit codes are salt's (docs/cli.md has the table): 0; 1 a non-zero retcode or a minion that
+// did not return; 2 nothing matched or nothing returned; the highest retcode with -b; 64 a bad
+// option; 42 an incomplete command; halite's own: 78 bad config, 3 the master did not answer.
 #include <unistd.h>
 
 #include <filesystem>
@@ -12,6 +12,7 @@
 #include "halite/client/command_line.h"
 #include "halite/client/local_client.h"
 #include "halite/client/output.h"
+#include "halite/client/salt_command.h"
 #include "halite/version.h"
 #include "halite/wire/target.h"
 
@@ -36,7 +37,19 @@ void Usage(std::ostream& os) {
         "  --delimiter D          key delimiter for grain and pillar targets (default :)\n"
         "  -t, --timeout SECS     wait this long for silent minions (default: config timeout)\n"
         "  --async                print the jid and return at once\n"
-        "  --out FORMAT           nested (default), json, yaml, txt\n"
+        "  --out FORMAT           nested (default), highstate, json, yaml, txt, raw, pprint,\n"
+        "                         newline_values_only\n"
+        "  --out-indent N, --out-file FILE, --out-file-append, --no-color, --force-color\n"
+        "  --state-output full|terse|mixed|changes[_id], --state-verbose true|false,\n"
+        "  --output-diff          the highstate outputter's options\n"
+        "  -b, --batch N|N%       run on N minions (or N% of those answering) at a time\n"
+        "  --batch-wait SECS      keep a batch slot closed this long after a return\n"
+        "  --failhard             stop a batch at the first non-zero retcode\n"
+        "  -s, --static           print every return at once, when all are in\n"
+        "  -p, --progress         a progress bar, then the summary\n"
+        "  --summary              a summary after the returns\n"
+        "  --hide-timeout         do not list minions that did not return\n"
+        "  --return R, --return_config C, --metadata YAML   passed on in the publish\n"
         "  -v, --verbose          print the jid and the minions that did not return\n"
         "  --show-jid             print the jid\n"
         "  --args-separator S     separator of multi-function argument lists (default ,)\n"
@@ -78,10 +91,7 @@ int main(int argc, char** argv) {
   }
   const std::string config_path =
       ConfigFile(cmd.config_path.empty() ? halite::apps::kDefaultMasterConfig : cmd.config_path);
-  const std::string out_name = cmd.out.empty() ? "nested" : cmd.out;
-  const bool async = cmd.async;
-  const bool verbose = cmd.verbose;
-  auto format = halite::client::ParseOutputFormat(out_name);
+  auto format = halite::client::ParseOutputFormat(cmd.out.empty() ? "nested" : cmd.out);
   if (!format.ok()) {
     std::cerr << "halite: " << format.error().message << "\n";
     return 64;
@@ -116,71 +126,13 @@ int main(int argc, char** argv) {
   request.delimiter = cmd.delimiter;
   request.fun = cmd.fun;
   request.arg = cmd.arg;
-
-  if (!async) {
-    if (auto st = (*client)->SubscribeEvents(); !st.ok()) {
-      std::cerr << "halite: " << st.error().message << "\n";
-      return 3;
-    }
-  }
-  auto job = (*client)->Publish(request);
-  if (!job.ok()) {
-    if (job.error().code == halite::ErrorCode::kNotFound) {
-      std::cerr << job.error().message << "\n";
-      return 2;
-    }
-    std::cerr << "halite: " << job.error().message << "\n";
-    return 3;
-  }
-  if (async) {
-    std::cout << "Executed command with job ID: " << job->jid << "\n";
-    return 0;
-  }
-  if (verbose) {
-    std::cout << "Executing job with jid " << job->jid << "\n"
-              << "-------------------------------------------\n\n";
-  } else if (cmd.show_jid) {
-    std::cout << "jid: " << job->jid << "\n";
-  }
-  const bool live = ::isatty(STDERR_FILENO);
-  bool failed = false;
-  halite::client::WaitOptions wait;
-  wait.timeout = std::chrono::seconds(cmd.timeout.value_or(static_cast<int>(cfg->timeout.count())));
-  wait.gather_timeout = std::chrono::seconds(cfg->gather_job_timeout);
-  if (live) {
-    wait.progress = [](std::size_t got, std::size_t expected) {
-      std::cerr << "\r[" << got << "/" << expected << " minions returned]" << std::flush;
-    };
-  }
-  auto missing = (*client)->WaitForReturns(*job, wait, [&](const halite::client::MinionReturn& r) {
-    if (live) std::cerr << "\r\033[K" << std::flush;
-    std::cout << halite::client::FormatReturn(r.id, r.ret, *format) << std::flush;
-    if ((r.retcode && *r.retcode != 0) || (r.success && !*r.success)) failed = true;
-  });
-  if (live) std::cerr << "\r\033[K" << std::flush;
-  if (!missing.ok()) {
-    std::cerr << "halite: " << missing.error().message << "\n";
-    return 3;
-  }
-  for (const auto& id : *missing) {
-    std::cout << halite::client::FormatReturn(
-        id, halite::wire::Value("Minion did not return. [No response]"), *format);
-  }
-  if (verbose && !missing->empty()) {
-    std::cout << "\n-------------------------------------------\nSummary\n"
-              << "# of minions targeted: " << job->minions.size() << "\n"
-              << "# of minions returned: " << job->minions.size() - missing->size() << "\n"
-              << "# of minions that did not return: " << missing->size() << "\n";
-  }
-  if (failed || !missing->empty()) {
-    std::cerr << "ERROR: Minions returned with non-zero exit code\n";
-  }
-  if (!missing->empty()) {
-    std::cerr << "The minions may not have all finished running and any remaining minions "
-                 "will return upon completion. To look up the return data for this job later, "
-                 "run: halite-run jobs.lookup_jid "
-              << job->jid << "\n";
-    return 2;
-  }
-  return failed ? 1 : 0;
+  halite::client::SaltCommandContext ctx{**client,
+                                         std::move(request),
+                                         cfg->timeout,
+                                         cfg->gather_job_timeout,
+                                         std::cout,
+                                         std::cerr,
+                                         ::isatty(STDOUT_FILENO) == 1,
+                                         ::isatty(STDERR_FILENO) == 1};
+  return halite::client::RunSaltCommand(cmd, ctx);
 }

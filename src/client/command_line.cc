@@ -75,12 +75,64 @@ const std::vector<Option>& Options() {
     flag({"--async"}, &SaltCommandLine::async);
     flag({"-v", "--verbose"}, &SaltCommandLine::verbose);
     flag({"--show-jid"}, &SaltCommandLine::show_jid);
-    // The CLI logs nothing and always prints without colour: these change nothing.
+    // The CLI logs nothing: these change nothing.
     ignored({"-l", "--log-level"}, true);
     ignored({"--log-file"}, true);
     ignored({"--log-file-level"}, true);
     ignored({"--hard-crash"}, false);
-    ignored({"--no-color", "--no-colour"}, false);
+    flag({"--no-color", "--no-colour"}, &SaltCommandLine::no_color);
+    flag({"--force-color", "--force-colour"}, &SaltCommandLine::force_color);
+    flag({"-s", "--static"}, &SaltCommandLine::static_out);
+    flag({"-p", "--progress"}, &SaltCommandLine::progress);
+    flag({"--failhard"}, &SaltCommandLine::failhard);
+    flag({"--summary"}, &SaltCommandLine::summary);
+    flag({"--output-diff"}, &SaltCommandLine::output_diff);
+    flag({"--out-file-append", "--output-file-append"}, &SaltCommandLine::out_file_append);
+    o.push_back({{"--hide-timeout"},
+                 false,
+                 [](SaltCommandLine& c, const std::string&) {
+                   c.show_timeout = false;
+                   return OkStatus();
+                 },
+                 ""});
+    auto text = [&](std::vector<std::string> names, std::string SaltCommandLine::*field) {
+      value(std::move(names), [field](SaltCommandLine& c, const std::string& v) {
+        c.*field = v;
+        return OkStatus();
+      });
+    };
+    text({"-b", "--batch", "--batch-size"}, &SaltCommandLine::batch);
+    text({"--out-file", "--output-file"}, &SaltCommandLine::out_file);
+    text({"--state-output", "--state_output"}, &SaltCommandLine::state_output);
+    text({"--return"}, &SaltCommandLine::ret);
+    text({"--return_config"}, &SaltCommandLine::ret_config);
+    text({"--metadata"}, &SaltCommandLine::metadata);
+    value({"--state-verbose", "--state_verbose"}, [](SaltCommandLine& c, const std::string& v) {
+      // Salt: "True"/"true" and "False"/"false"; any other text is kept, and is truthy.
+      c.state_verbose = !(v == "False" || v == "false");
+      return OkStatus();
+    });
+    value({"--out-indent", "--output-indent"},
+          [](SaltCommandLine& c, const std::string& v) -> Status {
+            int n = 0;
+            auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+            if (ec != std::errc() || end != v.data() + v.size()) {
+              return Error::InvalidArgument("option --out-indent: invalid integer value: '" + v +
+                                            "'");
+            }
+            c.out_indent = n;
+            return OkStatus();
+          });
+    value({"--batch-wait"}, [](SaltCommandLine& c, const std::string& v) -> Status {
+      double seconds = 0;
+      auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), seconds);
+      if (ec != std::errc() || end != v.data() + v.size() || seconds < 0) {
+        return Error::InvalidArgument("option --batch-wait: invalid floating-point value: '" + v +
+                                      "'");
+      }
+      c.batch_wait = seconds;
+      return OkStatus();
+    });
     target({"-E", "--pcre"}, "pcre");
     target({"-L", "--list"}, "list");
     target({"-G", "--grain"}, "grain");
@@ -96,39 +148,21 @@ const std::vector<Option>& Options() {
                                                {"--module-executors"},
                                                {"--executor-opts"},
                                                {"--subset"},
-                                               {"-b", "--batch", "--batch-size"},
-                                               {"--batch-wait"},
                                                {"--batch-safe-limit"},
                                                {"--batch-safe-size"},
-                                               {"--return"},
-                                               {"--return_config"},
                                                {"--return_kwargs"},
-                                               {"--metadata"},
                                                {"-a", "--auth", "--eauth", "--external-auth"},
                                                {"--username"},
-                                               {"--password"},
-                                               {"--out-indent", "--output-indent"},
-                                               {"--out-file", "--output-file"},
-                                               {"--state-output", "--state_output"},
-                                               {"--state-verbose", "--state_verbose"}}) {
+                                               {"--password"}}) {
       missing(std::move(names), true);
     }
-    for (auto names :
-         std::vector<std::vector<std::string>>{{"-V", "--versions-report"},
-                                               {"--args-stdin"},
-                                               {"-s", "--static"},
-                                               {"-p", "--progress"},
-                                               {"--failhard"},
-                                               {"--hide-timeout"},
-                                               {"-d", "--doc", "--documentation"},
-                                               {"--summary"},
-                                               {"--output-diff"},
-                                               {"--config-dump"},
-                                               {"--preview-target"},
-                                               {"-H", "--hosts"},
-                                               {"-T", "--make-token"},
-                                               {"--out-file-append", "--output-file-append"},
-                                               {"--force-color", "--force-colour"}}) {
+    for (auto names : std::vector<std::vector<std::string>>{{"-V", "--versions-report"},
+                                                            {"--args-stdin"},
+                                                            {"-d", "--doc", "--documentation"},
+                                                            {"--config-dump"},
+                                                            {"--preview-target"},
+                                                            {"-H", "--hosts"},
+                                                            {"-T", "--make-token"}}) {
       missing(std::move(names), false);
     }
     return o;

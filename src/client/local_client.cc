@@ -24,17 +24,25 @@ std::vector<std::string> StrVector(const wire::Value* v) {
   return out;
 }
 
-MinionReturn FromEventData(const wire::Value& data) {
+}  // namespace
+
+MinionReturn MinionReturnFromData(const wire::Value& data) {
   MinionReturn r;
   if (const std::string* id = data.FindStr("id")) r.id = *id;
   if (const wire::Value* ret = data.Find("return")) r.ret = *ret;
-  if (const wire::Value* rc = data.Find("retcode")) r.retcode = rc->int64();
+  if (const wire::Value* rc = data.Find("retcode")) {
+    r.retcode = rc->int64();
+    // A multi-function job's retcode is a map of retcodes: Salt takes the highest.
+    if (const wire::Map* m = rc->map()) {
+      std::int64_t high = 0;
+      for (const auto& [k, v] : *m) high = std::max(high, v.int64().value_or(0));
+      r.retcode = high;
+    }
+  }
   if (const wire::Value* ok = data.Find("success")) r.success = ok->boolean();
   if (const std::string* out = data.FindStr("out")) r.out = *out;
   return r;
 }
-
-}  // namespace
 
 Result<std::unique_ptr<LocalClient>> LocalClient::Connect(const ClientOptions& options) {
   std::unique_ptr<LocalClient> c(new LocalClient());
@@ -151,12 +159,15 @@ Result<PublishReply> LocalClient::Publish(const PublishRequest& request) {
                           {"fun", request.fun},
                           {"arg", wire::Value(request.arg)},
                           {"tgt_type", request.tgt_type},
-                          {"ret", ""},
+                          {"ret", request.ret},
                           {"jid", request.jid},
-                          {"kwargs", wire::Value::MapOf({{"show_timeout", false},
+                          {"kwargs", wire::Value::MapOf({{"show_timeout", request.show_timeout},
                                                          {"show_jid", false},
                                                          {"delimiter", request.delimiter}})},
                           {"user", "root"}});
+  for (const auto& [k, v] : request.extra_kwargs) {
+    if (const std::string* name = k.str()) load.Find("kwargs")->Set(*name, v);
+  }
   auto reply = Call(std::move(load));
   if (!reply.ok()) {
     if (reply.error().message.rfind("Master could not resolve minions", 0) == 0) {
@@ -201,7 +212,7 @@ Result<std::vector<std::string>> LocalClient::WaitForReturns(
     if (rets == nullptr || rets->map() == nullptr) return;
     for (const auto& [k, v] : *rets->map()) {
       if (!k.str()) continue;
-      MinionReturn r = FromEventData(v);
+      MinionReturn r = MinionReturnFromData(v);
       r.id = *k.str();
       deliver(std::move(r));
     }
@@ -257,11 +268,11 @@ Result<std::vector<std::string>> LocalClient::WaitForReturns(
     if (!event) continue;
     const std::string& tag = event->first;
     if (tag.rfind(prefix, 0) == 0) {
-      deliver(FromEventData(event->second));
+      deliver(MinionReturnFromData(event->second));
       poll_interval = kQuietBeforePoll;  // news: the events flow, no need to look yet
       next_poll = Clock::now() + kQuietBeforePoll;
     } else if (!find_prefix.empty() && tag.rfind(find_prefix, 0) == 0) {
-      MinionReturn r = FromEventData(event->second);
+      MinionReturn r = MinionReturnFromData(event->second);
       if (r.ret.Truthy() && !returned.count(r.id)) running.insert(r.id);
     }
   }

@@ -1,66 +1,89 @@
 #include "halite/client/output.h"
 
-#include "halite/wire/target.h"
+#include "output_internal.h"
 
 namespace halite::client {
 
-namespace {
+namespace internal {
 
-void Indent(std::string& out, int n) { out.append(static_cast<std::size_t>(n), ' '); }
-
-std::string NestedScalar(const wire::Value& v) {
-  if (v.is_str()) return *v.str();
-  return wire::ScalarToString(v);
+Colors GetColors(bool use) {
+  if (!use) return Colors{};
+  return Colors{"\033[0;32m",   "\033[0;31m", "\033[0;1;31m", "\033[0;33m",
+                "\033[0;1;33m", "\033[0;36m", "\033[0;0m"};
 }
 
-// Salt's nested outputter: maps open with "----------", lists use "- ", strings print
-// line by line at the current indent.
-void Nested(const wire::Value& v, int indent, std::string& out) {
-  if (const wire::Map* m = v.map()) {
-    Indent(out, indent);
-    out += "----------\n";
-    for (const auto& [k, val] : *m) {
-      Indent(out, indent);
-      out += NestedScalar(k) + ":";
-      if (val.is_map() || val.is_array()) {
-        out += "\n";
-        Nested(val, indent + 4, out);
-      } else {
-        std::string text = NestedScalar(val);
-        if (text.find('\n') != std::string::npos) {
-          out += "\n";
-          Nested(val, indent + 4, out);
+namespace {
+
+// salt.output.nested.NestDisplay.
+class NestDisplay {
+ public:
+  NestDisplay(bool color, std::int64_t retcode) : c_(GetColors(color)), retcode_(retcode) {}
+
+  void Display(const wire::Value& v, int indent, const std::string& prefix,
+               std::vector<std::string>& out) const {
+    if (v.is_nil() || v.is_bool() || v.is_int() || v.is_float()) {
+      out.push_back(U(indent, c_.light_yellow, PyStr(v), prefix));
+    } else if (const std::string* s = v.str()) {
+      bool first = true;
+      for (const std::string& line : SplitLines(*s)) {
+        const std::string line_prefix = first ? prefix : std::string(prefix.size(), ' ');
+        out.push_back(U(indent, c_.green, StripEsc(line), line_prefix));
+        first = false;
+      }
+    } else if (const wire::Array* a = v.array()) {
+      const std::string& color = retcode_ != 0 ? c_.red : c_.green;
+      for (const auto& e : *a) {
+        if (e.is_array() || e.is_map()) {
+          out.push_back(U(indent, color, "|_"));
+          Display(e, indent + 2, e.is_map() ? "" : "- ", out);
         } else {
-          out += "\n";
-          Indent(out, indent + 4);
-          out += text + "\n";
+          Display(e, indent, "- ", out);
         }
       }
-    }
-    return;
-  }
-  if (const wire::Array* a = v.array()) {
-    for (const auto& e : *a) {
-      if (e.is_map() || e.is_array()) {
-        Indent(out, indent);
-        out += "|_\n";
-        Nested(e, indent + 2, out);
-      } else {
-        Indent(out, indent);
-        out += "- " + NestedScalar(e) + "\n";
+    } else if (const wire::Map* m = v.map()) {
+      const std::string& color = retcode_ != 0 ? c_.red : c_.cyan;
+      if (indent) out.push_back(U(indent, color, "----------"));
+      for (const auto* kv : SortedItems(*m)) {
+        out.push_back(U(indent, color, PyStr(kv->first), prefix, ":"));
+        Display(kv->second, indent + 4, "", out);
       }
+    } else {
+      out.push_back(U(indent, c_.light_yellow, PyStr(v), prefix));
     }
-    return;
   }
-  std::string text = NestedScalar(v);
-  std::size_t start = 0;
-  do {
-    std::size_t nl = text.find('\n', start);
-    Indent(out, indent);
-    out.append(text, start, nl == std::string::npos ? std::string::npos : nl - start);
-    out += "\n";
-    start = nl == std::string::npos ? text.size() + 1 : nl + 1;
-  } while (start <= text.size());
+
+ private:
+  std::string U(int indent, const std::string& color, const std::string& msg,
+                const std::string& prefix = "", const std::string& suffix = "") const {
+    return std::string(static_cast<std::size_t>(std::max(indent, 0)), ' ') + color + prefix + msg +
+           c_.endc + suffix;
+  }
+
+  Colors c_;
+  std::int64_t retcode_;
+};
+
+}  // namespace
+
+std::string Nested(const wire::Value& value, int indent, bool color, std::int64_t retcode) {
+  std::vector<std::string> lines;
+  NestDisplay(color, retcode).Display(value, indent, "", lines);
+  std::string out;
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    if (i) out += "\n";
+    out += lines[i];
+  }
+  return out;
+}
+
+}  // namespace internal
+
+namespace {
+
+void Indent(std::string& out, int n) { out.append(static_cast<std::size_t>(std::max(n, 0)), ' '); }
+
+std::string JsonKey(const wire::Value& key) {
+  return key.is_str() ? key.ToJson() : wire::Value(key.ToJson()).ToJson();
 }
 
 void Json(const wire::Value& v, int indent, int level, std::string& out) {
@@ -72,9 +95,7 @@ void Json(const wire::Value& v, int indent, int level, std::string& out) {
     out += "{\n";
     for (std::size_t i = 0; i < m->size(); ++i) {
       Indent(out, indent * (level + 1));
-      const auto& key = (*m)[i].first;
-      out += key.is_str() ? key.ToJson() : wire::Value(key.ToJson()).ToJson();
-      out += ": ";
+      out += JsonKey((*m)[i].first) + ": ";
       Json((*m)[i].second, indent, level + 1, out);
       if (i + 1 < m->size()) out += ",";
       out += "\n";
@@ -100,6 +121,28 @@ void Json(const wire::Value& v, int indent, int level, std::string& out) {
     return;
   }
   out += v.ToJson();
+}
+
+// json.dumps(data, indent=None): one line, ", " and ": " separators.
+void CompactJson(const wire::Value& v, std::string& out) {
+  if (const wire::Map* m = v.map()) {
+    out += "{";
+    for (std::size_t i = 0; i < m->size(); ++i) {
+      if (i) out += ", ";
+      out += JsonKey((*m)[i].first) + ": ";
+      CompactJson((*m)[i].second, out);
+    }
+    out += "}";
+  } else if (const wire::Array* a = v.array()) {
+    out += "[";
+    for (std::size_t i = 0; i < a->size(); ++i) {
+      if (i) out += ", ";
+      CompactJson((*a)[i], out);
+    }
+    out += "]";
+  } else {
+    out += v.ToJson();
+  }
 }
 
 bool YamlPlainSafe(const std::string& s) {
@@ -155,15 +198,131 @@ void Yaml(const wire::Value& v, int indent, std::string& out) {
   out += YamlScalar(v) + "\n";
 }
 
+// salt.output.txt: "key: line" per line of each value; str() of values that are not text.
+std::string Txt(const wire::Value& data) {
+  std::string out;
+  if (const wire::Map* m = data.map()) {
+    for (const auto& [k, v] : *m) {
+      if (const std::string* s = v.str(); s && !v.is_binary_str()) {
+        for (const auto& line : internal::SplitLines(*s)) out += PyStr(k) + ": " + line + "\n";
+      } else {
+        out += PyStr(k) + ": " + PyStr(v) + "\n";
+      }
+    }
+    return out;
+  }
+  if (const std::string* s = data.str()) return *s + "\n";
+  return internal::Pprint(data, 1) + "\n";
+}
+
+// salt.output.newline_values_only: each minion's value (a list's items) on its own line.
+std::string NewlineValuesOnly(const wire::Value& data) {
+  std::string out;
+  const wire::Map* m = data.map();
+  if (m == nullptr) return PyStr(data);
+  bool first = true;
+  auto add = [&](const wire::Value& v) {
+    if (!first) out += "\n";
+    first = false;
+    out += PyStr(v);
+  };
+  for (const auto& [k, v] : *m) {
+    if (const wire::Array* a = v.array()) {
+      for (const auto& e : *a) add(e);
+    } else {
+      add(v);
+    }
+  }
+  return out;
+}
+
+// salt.output.no_return: red text lines, cyan keys, the colour before the indent.
+void NoReturn(const wire::Value& v, int indent, const internal::Colors& c, std::string& out) {
+  if (const std::string* s = v.str()) {
+    std::size_t start = 0;
+    for (;;) {
+      const std::size_t nl = s->find('\n', start);
+      out += c.red + std::string(static_cast<std::size_t>(indent), ' ') +
+             s->substr(start, nl == std::string::npos ? std::string::npos : nl - start) + c.endc +
+             "\n";
+      if (nl == std::string::npos) return;
+      start = nl + 1;
+    }
+  }
+  if (const wire::Map* m = v.map()) {
+    for (const auto* kv : internal::SortedItems(*m)) {
+      out += c.cyan + std::string(static_cast<std::size_t>(indent), ' ') + PyStr(kv->first) +
+             c.endc + ":\n";
+      NoReturn(kv->second, indent + 4, c, out);
+    }
+  }
+}
+
+std::string Printout(const wire::Value& data, OutputFormat format, const OutputOptions& o) {
+  switch (format) {
+    case OutputFormat::kNoReturn: {
+      std::string out;
+      NoReturn(data, 0, internal::GetColors(o.color), out);
+      return out;
+    }
+    case OutputFormat::kNested:
+      return internal::Nested(data, 0, o.color, o.retcode);
+    case OutputFormat::kHighstate: {
+      if (auto text = internal::Highstate(data, o)) return *text;
+      return internal::Nested(data, 0, o.color, o.retcode);
+    }
+    case OutputFormat::kJson: {
+      std::string out;
+      if (o.indent && *o.indent < 0) {
+        CompactJson(data, out);
+      } else {
+        Json(data, o.indent.value_or(4), 0, out);
+      }
+      return out;
+    }
+    case OutputFormat::kYaml: {
+      std::string out;
+      Yaml(data, 0, out);
+      return out;
+    }
+    case OutputFormat::kTxt:
+      return Txt(data);
+    case OutputFormat::kRaw:
+      return PyStr(data);
+    case OutputFormat::kPprint:
+      return internal::Pprint(data, o.indent && *o.indent >= 0 ? *o.indent : 1);
+    case OutputFormat::kNewlineValuesOnly:
+      return NewlineValuesOnly(data);
+  }
+  return {};
+}
+
 }  // namespace
 
 Result<OutputFormat> ParseOutputFormat(std::string_view name) {
-  if (name == "nested" || name == "highstate") return OutputFormat::kNested;
+  if (name == "nested") return OutputFormat::kNested;
+  if (name == "highstate") return OutputFormat::kHighstate;
   if (name == "json") return OutputFormat::kJson;
   if (name == "yaml") return OutputFormat::kYaml;
-  if (name == "txt" || name == "raw") return OutputFormat::kTxt;
+  if (name == "txt" || name == "text") return OutputFormat::kTxt;
+  if (name == "raw") return OutputFormat::kRaw;
+  if (name == "pprint") return OutputFormat::kPprint;
+  if (name == "newline_values_only") return OutputFormat::kNewlineValuesOnly;
+  if (name == "no_return") return OutputFormat::kNoReturn;
   return Error::InvalidArgument("unknown output format '" + std::string(name) +
-                                "' (nested, json, yaml, txt)");
+                                "' (nested, highstate, json, yaml, txt, raw, pprint, "
+                                "newline_values_only)");
+}
+
+std::string DisplayOutput(const wire::Value& data, OutputFormat format,
+                          const OutputOptions& options) {
+  std::string text = internal::RStrip(Printout(data, format, options));
+  if (text.empty()) return text;
+  return text + "\n";
+}
+
+std::string FormatReturn(std::string_view id, const wire::Value& value, OutputFormat format) {
+  return DisplayOutput(wire::Value::MapOf({{id, value}}), format, {});
 }
 
 std::string ToPrettyJson(const wire::Value& value, int indent) {
@@ -172,25 +331,9 @@ std::string ToPrettyJson(const wire::Value& value, int indent) {
   return out;
 }
 
-std::string FormatReturn(std::string_view id, const wire::Value& value, OutputFormat format) {
-  std::string out;
-  switch (format) {
-    case OutputFormat::kNested:
-      out += std::string(id) + ":\n";
-      Nested(value, 4, out);
-      return out;
-    case OutputFormat::kJson:
-      return ToPrettyJson(wire::Value::MapOf({{id, value}})) + "\n";
-    case OutputFormat::kYaml: {
-      wire::Value doc = wire::Value::MapOf({{id, value}});
-      Yaml(doc, 0, out);
-      return out;
-    }
-    case OutputFormat::kTxt:
-      return std::string(id) + ": " +
-             (value.is_map() || value.is_array() ? value.ToJson() : NestedScalar(value)) + "\n";
-  }
-  return out;
+bool IsStateFunction(const wire::Value& fun) {
+  const std::string* name = fun.str();
+  return name != nullptr && name->rfind("state.", 0) == 0;
 }
 
 }  // namespace halite::client

@@ -131,7 +131,7 @@ FunctionResult CmdRun(const JobCall& call, const JobContext& ctx) {
   if (p.timed_out) {
     return FunctionResult{TimedOut(run->command, run->timeout), {}};
   }
-  JobResult r{Value(RStrip(p.stdout_text)), p.retcode, p.retcode == 0, "txt"};
+  JobResult r{Value(RStrip(p.stdout_text)), p.retcode, p.retcode == 0, ""};
   return FunctionResult{std::move(r), {}};
 }
 

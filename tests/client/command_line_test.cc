@@ -43,7 +43,7 @@ TEST(CommandLineTest, CommandLinesParseAsSaltParsesThem) {
 }
 
 TEST(CommandLineTest, SaltOptionsHaliteLacksAreRefusedByName) {
-  for (const char* option : {"-b", "--batch=2", "-s", "--out-file=x", "--state-output=terse"}) {
+  for (const char* option : {"--batch-safe-limit=2", "--subset=1", "-d", "--return_kwargs=x"}) {
     auto got = ParseSaltCommandLine({"*", "test.ping", option, "1"});
     ASSERT_FALSE(got.ok()) << option;
     EXPECT_EQ(CommandLineExitCode(got.error()), 64);
@@ -53,6 +53,58 @@ TEST(CommandLineTest, SaltOptionsHaliteLacksAreRefusedByName) {
   auto range = ParseSaltCommandLine({"-R", "%x", "test.ping"});
   ASSERT_FALSE(range.ok());
   EXPECT_NE(range.error().message.find("--range"), std::string::npos);
+}
+
+TEST(CommandLineTest, BatchAndOutputOptionsAreReadAsSaltReadsThem) {
+  auto got = ParseSaltCommandLine({"-b",
+                                   "50%",
+                                   "*",
+                                   "state.apply",
+                                   "--batch-wait=1.5",
+                                   "--failhard",
+                                   "-s",
+                                   "--out-file",
+                                   "/tmp/x",
+                                   "--out-file-append",
+                                   "--state-output=terse",
+                                   "--state_verbose",
+                                   "false",
+                                   "--out-indent",
+                                   "-1",
+                                   "--hide-timeout",
+                                   "--summary",
+                                   "-p",
+                                   "--force-color",
+                                   "--no-color",
+                                   "--return",
+                                   "syslog",
+                                   "--return_config",
+                                   "alt",
+                                   "--metadata",
+                                   "{a: 1}",
+                                   "--output-diff"});
+  ASSERT_TRUE(got.ok()) << got.error().message;
+  EXPECT_EQ(got->batch, "50%");
+  EXPECT_EQ(got->batch_wait, 1.5);
+  EXPECT_TRUE(got->failhard && got->static_out && got->out_file_append && got->summary);
+  EXPECT_TRUE(got->progress && got->force_color && got->no_color && got->output_diff);
+  EXPECT_FALSE(got->show_timeout);
+  EXPECT_EQ(got->out_file, "/tmp/x");
+  EXPECT_EQ(got->state_output, "terse");
+  EXPECT_EQ(got->state_verbose, false);
+  EXPECT_EQ(got->out_indent, -1);
+  EXPECT_EQ(got->ret, "syslog");
+  EXPECT_EQ(got->ret_config, "alt");
+  EXPECT_EQ(got->metadata, "{a: 1}");
+  EXPECT_EQ(*got->fun.str(), "state.apply");
+  // --state-verbose keeps any other text, which is truthy; a bad number is optparse's 64.
+  EXPECT_EQ(ParseSaltCommandLine({"--state-verbose=yes", "*", "t.p"})->state_verbose, true);
+  auto bad = ParseSaltCommandLine({"--out-indent=x", "*", "test.ping"});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(CommandLineExitCode(bad.error()), 64);
+  auto wait = ParseSaltCommandLine({"--batch-wait=soon", "*", "test.ping"});
+  ASSERT_FALSE(wait.ok());
+  EXPECT_EQ(CommandLineExitCode(wait.error()), 64);
 }
 
 TEST(CommandLineTest, HelpStopsParsingAndAmbiguousPrefixesAreErrors) {

@@ -13,6 +13,7 @@
 #include <mutex>
 #include <thread>
 
+#include "halite/client/batch.h"
 #include "halite/wire/event.h"
 #include "scratch_dir.h"
 
@@ -234,6 +235,54 @@ TEST_F(LocalClientTest, ReturnsOnlyInTheJobCacheArriveWithoutWaitingOutTheTimeou
   for (const auto& load : master.Loads()) {
     const std::string cmd = *load.FindStr("cmd");
     EXPECT_TRUE(cmd == "_halite_probe" || cmd == "_halite_lookup_jid") << load.ToJson();
+  }
+}
+
+}  // namespace
+}  // namespace halite::client
+
+namespace halite::client {
+namespace {
+
+// salt's _prep_pub: `ret` in the load, ret_config and metadata (YAML-loaded) in its kwargs.
+TEST_F(LocalClientTest, PublishCarriesReturnersAndMetadataAsSaltDoes) {
+  WriteRootKey("ROOTKEY");
+  ScriptedMaster master(dir_, [](const wire::Value&) {
+    return wire::Value::MapOf(
+        {{"enc", "clear"},
+         {"load", wire::Value::MapOf({{"jid", "20261202030405123456"},
+                                      {"minions", wire::Value(wire::Array{"m1"})}})}});
+  });
+  auto client = Connect();
+  ASSERT_NE(client, nullptr);
+  PublishRequest request;
+  request.tgt = "*";
+  request.fun = "test.ping";
+  request.ret = "syslog";
+  request.show_timeout = false;
+  request.extra_kwargs.emplace_back("ret_config", "alt");
+  request.extra_kwargs.emplace_back("metadata", YamlifyArg("{deploy: 42}"));
+  ASSERT_TRUE(client->Publish(request).ok());
+  ASSERT_EQ(master.Loads().size(), 1u);
+  const wire::Value load = master.Loads()[0];
+  EXPECT_EQ(*load.FindStr("ret"), "syslog");
+  EXPECT_EQ(
+      load.Find("kwargs")->ToJson(),
+      R"({"show_timeout": false, "show_jid": false, "delimiter": ":", "ret_config": "alt", "metadata": {"deploy": 42}})");
+}
+
+// salt's get_bnum: N, or N% of the minions that answered (at least one while any answered).
+TEST(BatchTest, WindowSizeIsSaltsGetBnum) {
+  EXPECT_EQ(*Batch::WindowSize("3", 10), 3u);
+  EXPECT_EQ(*Batch::WindowSize("50%", 3), 1u);  // int(1.5)
+  EXPECT_EQ(*Batch::WindowSize("50%", 4), 2u);
+  EXPECT_EQ(*Batch::WindowSize("%10", 5), 1u);  // ceil(0.5)
+  EXPECT_EQ(*Batch::WindowSize("100%", 7), 7u);
+  for (const char* bad : {"x", "1.5", "0", "-2", "%", "0%", ""}) {
+    auto got = Batch::WindowSize(bad, 4);
+    ASSERT_FALSE(got.ok()) << bad;
+    EXPECT_EQ(got.error().message, "Invalid batch data sent: " + std::string(bad) +
+                                       "\nData must be in the form of %10, 10% or 3");
   }
 }
 

@@ -3,6 +3,12 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
 namespace halite::client {
 namespace {
 
@@ -19,30 +25,30 @@ wire::Value Sample() {
 
 TEST(OutputTest, FormatNamesAreSalts) {
   EXPECT_EQ(*ParseOutputFormat("nested"), OutputFormat::kNested);
-  EXPECT_EQ(*ParseOutputFormat("highstate"), OutputFormat::kNested);
+  EXPECT_EQ(*ParseOutputFormat("highstate"), OutputFormat::kHighstate);
   EXPECT_EQ(*ParseOutputFormat("json"), OutputFormat::kJson);
   EXPECT_EQ(*ParseOutputFormat("yaml"), OutputFormat::kYaml);
   EXPECT_EQ(*ParseOutputFormat("txt"), OutputFormat::kTxt);
-  EXPECT_EQ(*ParseOutputFormat("raw"), OutputFormat::kTxt);
+  EXPECT_EQ(*ParseOutputFormat("text"), OutputFormat::kTxt);
+  EXPECT_EQ(*ParseOutputFormat("raw"), OutputFormat::kRaw);
+  EXPECT_EQ(*ParseOutputFormat("pprint"), OutputFormat::kPprint);
+  EXPECT_EQ(*ParseOutputFormat("newline_values_only"), OutputFormat::kNewlineValuesOnly);
   auto bad = ParseOutputFormat("xml");
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.error().code, ErrorCode::kInvalidArgument);
   EXPECT_NE(bad.error().message.find("'xml'"), std::string::npos) << bad.error().message;
 }
 
+// Salt's nested outputter sorts a dict's keys (it is not an OrderedDict after msgpack).
 TEST(OutputTest, NestedIsTheSaltCliDefault) {
   EXPECT_EQ(FormatReturn("web1", wire::Value(true), OutputFormat::kNested), "web1:\n    True\n");
   EXPECT_EQ(FormatReturn("web1", Sample(), OutputFormat::kNested),
             "web1:\n"
             "    ----------\n"
-            "    name:\n"
-            "        web\n"
             "    count:\n"
             "        3\n"
-            "    ok:\n"
-            "        True\n"
-            "    none:\n"
-            "        None\n"
+            "    empty:\n"
+            "        ----------\n"
             "    lines:\n"
             "        a\n"
             "        b\n"
@@ -52,8 +58,12 @@ TEST(OutputTest, NestedIsTheSaltCliDefault) {
             "          ----------\n"
             "          k:\n"
             "              1\n"
-            "    empty:\n"
-            "        ----------\n");
+            "    name:\n"
+            "        web\n"
+            "    none:\n"
+            "        None\n"
+            "    ok:\n"
+            "        True\n");
 }
 
 TEST(OutputTest, JsonIsOneObjectPerMinionWithFourSpaces) {
@@ -102,7 +112,72 @@ TEST(OutputTest, TxtIsIdColonValueOnOneLine) {
   EXPECT_EQ(FormatReturn("web1", wire::Value("hello"), OutputFormat::kTxt), "web1: hello\n");
   EXPECT_EQ(FormatReturn("web1", wire::Value(7), OutputFormat::kTxt), "web1: 7\n");
   EXPECT_EQ(FormatReturn("web1", wire::Value::MapOf({{"a", 1}}), OutputFormat::kTxt),
-            "web1: {\"a\": 1}\n");
+            "web1: {'a': 1}\n");
+}
+
+}  // namespace
+}  // namespace halite::client
+
+namespace halite::client {
+namespace {
+
+// tests/data/salt/outputters: sample.json through stock Salt's outputters (capture.py there).
+TEST(OutputTest, PlainOutputtersMatchStockSaltByteForByte) {
+  const auto dir = std::filesystem::path(HALITE_TEST_DATA_DIR) / "salt" / "outputters";
+  auto slurp = [](const std::filesystem::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+  };
+  std::function<wire::Value(const nlohmann::ordered_json&)> from = [&](const auto& j) {
+    if (j.is_object()) {
+      wire::Map m;
+      for (const auto& [k, v] : j.items()) m.emplace_back(wire::Value(k), from(v));
+      return wire::Value(std::move(m));
+    }
+    if (j.is_array()) {
+      wire::Array a;
+      for (const auto& v : j) a.push_back(from(v));
+      return wire::Value(std::move(a));
+    }
+    if (j.is_string()) return wire::Value(j.template get<std::string>());
+    if (j.is_boolean()) return wire::Value(j.template get<bool>());
+    if (j.is_number_integer()) return wire::Value(j.template get<std::int64_t>());
+    if (j.is_number_float()) return wire::Value(j.template get<double>());
+    return wire::Value();
+  };
+  const wire::Value data = from(nlohmann::ordered_json::parse(slurp(dir / "sample.json")));
+  struct Case {
+    std::string name;
+    OutputFormat format;
+    OutputOptions options;
+  };
+  auto with = [](auto f) {
+    OutputOptions o;
+    f(o);
+    return o;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"nested-plain", OutputFormat::kNested, {}},
+           {"nested-color", OutputFormat::kNested, with([](auto& o) { o.color = true; })},
+           {"nested-color-retcode", OutputFormat::kNested, with([](auto& o) {
+              o.color = true;
+              o.retcode = 1;
+            })},
+           {"raw", OutputFormat::kRaw, {}},
+           {"pprint", OutputFormat::kPprint, {}},
+           {"pprint-indent4", OutputFormat::kPprint, with([](auto& o) { o.indent = 4; })},
+           {"txt", OutputFormat::kTxt, {}},
+           {"newline_values_only", OutputFormat::kNewlineValuesOnly, {}},
+           {"json", OutputFormat::kJson, {}},
+           {"json-indent2", OutputFormat::kJson, with([](auto& o) { o.indent = 2; })},
+           {"json-indent-1", OutputFormat::kJson, with([](auto& o) { o.indent = -1; })},
+       }) {
+    const std::string expected = slurp(dir / "expected" / (c.name + ".txt"));
+    ASSERT_FALSE(expected.empty()) << c.name;
+    EXPECT_EQ(DisplayOutput(data, c.format, c.options), expected) << c.name;
+  }
 }
 
 }  // namespace

@@ -103,10 +103,11 @@ TEST_F(CliTest, WithoutARunningMasterJobsAndRunnersExit3AndKeysStillWork) {
 
 TEST_F(CliTest, OutcomesOfJobsRunnersAndKeyActionsHaveTheirExitCodes) {
   master_.Start();
-  // halite: nothing to target is 2 with Salt's message.
+  // halite: nothing to target is 2 with Salt's messages.
   auto none = master_.Cli("halite", {"-t", "2", "*", "test.ping"});
   EXPECT_EQ(none.exit_code, 2) << none.out << none.err;
-  EXPECT_NE(none.err.find("No minions matched the target."), std::string::npos) << none.err;
+  EXPECT_NE(none.out.find("No minions matched the target."), std::string::npos) << none.out;
+  EXPECT_EQ(none.err, "ERROR: No return received\n");
   // halite-run: an unknown runner and a lookup without a jid are usage errors; a known one is 0.
   auto unknown = master_.Cli("halite-run", {"no.such_runner"});
   EXPECT_EQ(unknown.exit_code, 64) << unknown.err;

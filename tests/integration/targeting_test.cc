@@ -170,10 +170,10 @@ TEST_F(CliTargetingTest, OptionsAnywhereAndArgumentsAsYaml) {
   ASSERT_EQ(echo.exit_code, 0) << echo.out << echo.err;
   EXPECT_EQ(echo.out, "web1: --out\n");
   // An option halite lacks is refused by name, not sent to the minion.
-  auto batch = Halite({"*", "test.ping", "-b", "1"});
-  EXPECT_EQ(batch.exit_code, 64) << batch.out << batch.err;
-  EXPECT_NE(batch.err.find("option --batch is not supported by halite yet"), std::string::npos)
-      << batch.err;
+  auto lacking = Halite({"*", "test.ping", "--subset", "1"});
+  EXPECT_EQ(lacking.exit_code, 64) << lacking.out << lacking.err;
+  EXPECT_NE(lacking.err.find("option --subset is not supported by halite yet"), std::string::npos)
+      << lacking.err;
 }
 
 TEST_F(CliTargetingTest, NodegroupIpcidrAndCompoundTargets) {

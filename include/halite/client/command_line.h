@@ -34,6 +34,27 @@ struct SaltCommandLine {
   bool show_jid = false;
   bool help = false;
   bool version = false;
+  // Batch mode (-b) and its options.
+  std::string batch;
+  double batch_wait = 0;  // seconds
+  bool failhard = false;
+  // Output options.
+  bool static_out = false;   // -s: every return at once, as one dict
+  bool progress = false;     // -p
+  bool show_timeout = true;  // --hide-timeout clears it
+  bool summary = false;      // --summary
+  std::string out_file;      // --out-file
+  bool out_file_append = false;
+  std::optional<int> out_indent;
+  bool no_color = false;
+  bool force_color = false;
+  std::string state_output;           // empty: the config's (Salt's default "full")
+  std::optional<bool> state_verbose;  // unset: the config's (Salt's default true)
+  bool output_diff = false;           // --output-diff
+  // Passed through in the publish, as salt does.
+  std::string ret;         // --return
+  std::string ret_config;  // --return_config
+  std::string metadata;    // --metadata (YAML-loaded, as salt does)
 };
 
 // Error::InvalidArgument for what optparse rejects (unknown option, missing value, two target

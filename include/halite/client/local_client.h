@@ -34,6 +34,9 @@ struct PublishRequest {
   wire::Array arg;
   std::string jid;  // empty: the master assigns one
   std::string delimiter = ":";
+  std::string ret;           // --return: returners the minions also send to
+  wire::Map extra_kwargs;    // added to the load's kwargs (ret_config, metadata: as salt)
+  bool show_timeout = true;  // kwargs.show_timeout (--hide-timeout clears it), as salt sends
 };
 
 struct PublishReply {
@@ -41,6 +44,11 @@ struct PublishReply {
   std::vector<std::string> minions;
   std::vector<std::string> missing;
 };
+
+struct MinionReturn;
+// A return event's or a job cache entry's data as a MinionReturn (id, return, retcode,
+// success, out).
+MinionReturn MinionReturnFromData(const wire::Value& data);
 
 struct MinionReturn {
   std::string id;
@@ -77,6 +85,10 @@ class LocalClient {
   Result<std::vector<std::string>> WaitForReturns(
       const PublishReply& job, const WaitOptions& options,
       const std::function<void(const MinionReturn&)>& on_return);
+  // The next event on the bus (SubscribeEvents first), or nullopt when none came within
+  // `wait`; for callers that follow several jobs at once (Batch).
+  Result<std::optional<std::pair<std::string, wire::Value>>> NextEvent(
+      std::chrono::milliseconds wait);
   // jobs.lookup_jid through the master.
   Result<wire::Value> LookupJid(const std::string& jid);
   Result<wire::Value> ListJobs();
@@ -84,8 +96,6 @@ class LocalClient {
  private:
   LocalClient() = default;
   Result<wire::Value> Request(const wire::Value& load);
-  Result<std::optional<std::pair<std::string, wire::Value>>> NextEvent(
-      std::chrono::milliseconds wait);
   void ResetRequestSocket();
 
   ClientOptions options_;

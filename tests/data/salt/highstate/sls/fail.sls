@@ -1,0 +1,23 @@
+{% set d = '/tmp/clio-states/' ~ grains['id'] %}
+changed_file:
+  file.managed:
+    - name: {{ d }}/changed.txt
+    - contents: |
+        line one
+        line two new
+    - makedirs: True
+unchanged_file:
+  file.managed:
+    - name: {{ d }}/same.txt
+    - contents: same
+    - makedirs: True
+broken_file:
+  file.managed:
+    - name: {{ d }}/broken.txt
+    - source: salt://does/not/exist.txt
+needs_broken:
+  file.managed:
+    - name: {{ d }}/after.txt
+    - contents: after
+    - require:
+      - file: broken_file
