@@ -148,7 +148,11 @@ int RunSwarm(const SwarmOptions& o) {
 
   // Per minion: a SUB and a request DEALER, each one fd for its mailbox and one for its TCP
   // connection, plus a short-lived sign-in socket.
-  const rlim_t nofile = RaiseFileLimit(WantedFileLimit(o.count));
+  // With a ledger each minion also has a monitor on its SUB: two more inproc sockets (each
+  // one mailbox fd), libzmq's end and ours.
+  const int ledger_sockets = o.ledger.empty() ? 0 : 2;
+  const rlim_t nofile =
+      RaiseFileLimit(WantedFileLimit(o.count) + static_cast<rlim_t>(o.count) * ledger_sockets);
   const int idle_close_ms = EffectiveIdleCloseMs(o, nofile);
   if (nofile < MinimumFileLimit(o.count)) {
     std::fprintf(stderr,
@@ -170,7 +174,7 @@ int RunSwarm(const SwarmOptions& o) {
   }
 
   zmq::context_t context(o.io_threads);
-  context.set(zmq::ctxopt::max_sockets, o.count * 3 + 64);
+  context.set(zmq::ctxopt::max_sockets, o.count * (3 + ledger_sockets) + 64);
 
   halite::transport::WorkerPool crypto("swarm-crypto", static_cast<std::size_t>(o.workers));
   if (!PrepareKeys(o, crypto, signals)) {
