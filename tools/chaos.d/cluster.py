@@ -159,9 +159,9 @@ file_roots: {{base: [{shared}/states]}}
         with self.lock:
             return [ip for ip in self.ips if ip not in self.down]
 
-    def cli(self, ip, fun_args, timeout):
+    def cli(self, ip, fun_args, timeout, target=PREFIX + "*"):
         cmd = [self.bin("halite"), "-c", self.conf(ip), "-t", str(timeout), "--out", "json",
-               "--show-jid", PREFIX + "*"] + fun_args
+               "--show-jid", target] + fun_args
         return subprocess.run(cmd, capture_output=True, text=True,
                               timeout=timeout * 4 + 60)
 
