@@ -68,6 +68,9 @@ def check(led, jobs, faults, stored, ids, timeout, margin, stopped_at):
     violations = []
     if led.lost:
         violations.append(f"ledger: {led.lost} records lost")
+    for f in faults:
+        if f.get("error"):
+            violations.append(f"fault schedule broken: {f['error']}")
     ran = collections.defaultdict(set)
     counts = collections.Counter()
     for _, m, jid, _ in led.runs:
