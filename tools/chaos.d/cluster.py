@@ -163,7 +163,7 @@ file_roots: {{base: [{shared}/states]}}
         cmd = [self.bin("halite"), "-c", self.conf(ip), "-t", str(timeout), "--out", "json",
                "--show-jid", target] + fun_args
         return subprocess.run(cmd, capture_output=True, text=True,
-                              timeout=timeout * 4 + 60)
+                              timeout=max(600, timeout * 10))
 
     def metrics(self, ip):
         status, body = http_status(ip, "/metrics")
