@@ -30,6 +30,11 @@ std::string RenderHaproxyConfig(const HaproxyOptions& o) {
        "    option dontlognull\n"
        "    timeout connect 5s\n"
        "    timeout check 2s\n"
+       "    # A connection to a master that just died (refused before its checks fail) is\n"
+       "    # sent to another master at once instead of failing back to the minion, whose\n"
+       "    # reconnects would back off towards recon_max (10 s).\n"
+       "    retries 3\n"
+       "    option redispatch 1\n"
        "    # A master whose /health fails is taken out after 2 checks and its sessions are\n"
        "    # cut, so its minions reconnect to the others at once.\n"
        "    default-server inter 1s fall 2 rise 2 on-marked-down shutdown-sessions\n";

@@ -160,6 +160,7 @@ void ReadAll(YamlMapReader& r, MasterConfig& c) {
   r.ReadInt("request_queue_max", c.request_queue_max, 1, 10000000);
   r.ReadInt("request_queue_max_bytes", c.request_queue_max_bytes, 1 << 20, std::int64_t{1} << 40);
   r.ReadInt("return_batch_max", c.return_batch_max, 1, 1000000);
+  r.ReadBool("publish_replay", c.publish_replay);
   r.ReadDuration("return_fsync_interval_ms", c.return_fsync_interval_ms, 0, 60000);
 }
 

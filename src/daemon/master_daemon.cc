@@ -324,6 +324,11 @@ std::string MasterDaemon::Impl::Metrics() {
   line("halite_config_reloads_total", id + ",result=\"failed\"", counters_reload_failed.load());
   help("halite_publishes_total", "counter", "Jobs published from this master.");
   line("halite_publishes_total", id, counters.publishes.load());
+  help("halite_publish_replays_total", "counter",
+       "Rounds of re-publishing live jobs after minions subscribed.");
+  line("halite_publish_replays_total", id, publisher->replays());
+  help("halite_publishes_replayed_total", "counter", "Publishes re-sent by those rounds.");
+  line("halite_publishes_replayed_total", id, publisher->replayed());
   help("halite_returns_total", "counter", "Job returns by outcome.");
   line("halite_returns_total", id + ",outcome=\"stored\"", counters.returns_stored.load());
   line("halite_returns_total", id + ",outcome=\"duplicate\"", counters.returns_duplicate.load());
@@ -501,6 +506,8 @@ wire::Value MasterDaemon::Impl::ClusterStatus() {
                              {"peers", wire::Value(std::move(links))},
                              {"forwarded_publishes", forwarded_publishes.load()},
                              {"stale_publishes_dropped", stale_publishes_dropped.load()},
+                             {"publish_replays", publisher->replays()},
+                             {"publishes_replayed", publisher->replayed()},
                              {"aes_generation", aes->generation()},
                              {"connected_minions", publisher->connected_subscribers()}});
 }
@@ -608,6 +615,9 @@ Result<std::unique_ptr<MasterDaemon>> MasterDaemon::Create(config::MasterConfig 
   pub_options.sign_pub_messages = cfg.sign_pub_messages;
   HALITE_ASSIGN_OR_RETURN(pub_options.sig_hash, wire::ParseSigAlgo(cfg.publish_signing_algorithm));
   pub_options.with_serial = cfg.cluster_id.empty();
+  pub_options.replay = cfg.publish_replay;
+  pub_options.replay_options.default_window = cfg.timeout;
+  pub_options.replay_options.max_window = std::chrono::seconds(kMaxForwardedPublishAgeSeconds);
   impl->publisher = std::make_unique<master::Publisher>(
       impl->zmq_context, *impl->publisher_loop, *impl->aes, *impl->signing_key, pub_options);
 

@@ -117,6 +117,9 @@ void Publish(MasterContext& ctx, wire::Value load, std::function<void(std::strin
     if (const wire::Value* v = kwargs->Find("id")) pub.Set("id", *v);
   }
   pub.Set("tgt_type", tgt_type);
+  // The caller's timeout (Salt's LocalClient sends it), as Salt's master passes it on; the
+  // publisher keeps the job for replay that long (publish_replay.h).
+  if (const wire::Value* to = load.Find("to")) pub.Set("to", *to);
   if (kwargs) {
     for (const char* k :
          {"ret_config", "metadata", "module_executors", "executor_opts", "ret_kwargs"}) {

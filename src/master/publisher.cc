@@ -16,13 +16,17 @@ Publisher::Publisher(zmq::context_t& context, transport::ZmqLoop& loop, AesKeyRi
       loop_(loop),
       aes_(aes),
       signing_key_(std::move(signing_key)),
-      options_(std::move(options)) {}
+      options_(std::move(options)) {
+  if (options_.replay) replay_.emplace(options_.replay_options);
+}
 
 Status Publisher::Start() {
   std::promise<Status> bound;
   loop_.Post([this, &bound] {
     try {
-      pub_ = std::make_unique<zmq::socket_t>(context_, zmq::socket_type::pub);
+      pub_ = std::make_unique<zmq::socket_t>(
+          context_, replay_ ? zmq::socket_type::xpub : zmq::socket_type::pub);
+      if (replay_) pub_->set(zmq::sockopt::xpub_verbose, 1);
       pub_->set(zmq::sockopt::sndhwm, options_.pub_hwm);
       pub_->set(zmq::sockopt::backlog, options_.backlog);
       pub_->set(zmq::sockopt::linger, 1000);
@@ -59,7 +63,10 @@ Status Publisher::Start() {
           if (id == ZMQ_EVENT_DISCONNECTED) connected_--;
         });
       }
+      if (replay_) pub_watch_ = loop_.Watch(*pub_, [this] { OnSubscriptionReadable(); });
       loop_.AddShutdownHook([this] {
+        if (replay_timer_ != 0) loop_.CancelTimer(replay_timer_);
+        if (pub_watch_ != 0) loop_.Unwatch(pub_watch_);
         if (monitor_) {
           loop_.Unwatch(monitor_watch_);
           zmq_socket_monitor(pub_->handle(), nullptr, 0);
@@ -110,34 +117,79 @@ void Publisher::SendEvent(const std::string& tag, const wire::Value& data) {
 Status Publisher::Publish(wire::Value pub_load) {
   loop_.Post([this, load = std::move(pub_load)]() mutable {
     if (!pub_) return;
-    CrypticlePtr key;
-    if (options_.with_serial) {
-      auto [k, serial] = aes_.NextSerial();
-      key = std::move(k);
-      load.Set("serial", static_cast<unsigned long long>(serial));  // NOLINT
-    } else {
-      key = aes_.Current();
-    }
-    std::string ciphertext = key->Dumps(load);
-    wire::Value envelope = wire::Value::MapOf({{"enc", "aes"}, {"load", ciphertext}});
-    if (options_.sign_pub_messages) {
-      auto sig = signing_key_.Sign(ciphertext, options_.sig_hash);
-      if (!sig.ok()) {
-        spdlog::error("cannot sign publish: {}", sig.error().ToString());
-        return;
-      }
-      envelope.Set("sig_algo", std::string(wire::SigAlgoName(options_.sig_hash)));
-      envelope.Set("sig", std::move(*sig));
-    }
-    std::string frame = wire::Pack(envelope);
-    try {
-      pub_->send(zmq::buffer(frame), zmq::send_flags::dontwait);
-      published_++;
-    } catch (const zmq::error_t& e) {
-      spdlog::error("publish failed: {}", e.what());
-    }
+    if (replay_) replay_->Remember(load, PublishReplay::Clock::now());
+    if (SendOnLoop(std::move(load))) published_++;
   });
   return OkStatus();
+}
+
+bool Publisher::SendOnLoop(wire::Value load) {
+  HALITE_DCHECK(loop_.IsCurrentThread());
+  CrypticlePtr key;
+  if (options_.with_serial) {
+    // A replay gets a new serial too: the minion's serial guard drops a repeated one.
+    auto [k, serial] = aes_.NextSerial();
+    key = std::move(k);
+    load.Set("serial", static_cast<unsigned long long>(serial));  // NOLINT
+  } else {
+    key = aes_.Current();
+  }
+  std::string ciphertext = key->Dumps(load);
+  wire::Value envelope = wire::Value::MapOf({{"enc", "aes"}, {"load", ciphertext}});
+  if (options_.sign_pub_messages) {
+    auto sig = signing_key_.Sign(ciphertext, options_.sig_hash);
+    if (!sig.ok()) {
+      spdlog::error("cannot sign publish: {}", sig.error().ToString());
+      return false;
+    }
+    envelope.Set("sig_algo", std::string(wire::SigAlgoName(options_.sig_hash)));
+    envelope.Set("sig", std::move(*sig));
+  }
+  std::string frame = wire::Pack(envelope);
+  bool sent = false;
+  try {
+    pub_->send(zmq::buffer(frame), zmq::send_flags::dontwait);
+    sent = true;
+  } catch (const zmq::error_t& e) {
+    spdlog::error("publish failed: {}", e.what());
+  }
+  if (pub_watch_ != 0) loop_.MarkDirty(pub_watch_);
+  return sent;
+}
+
+// One message per subscription change: "\x01<topic>" subscribes, "\x00<topic>" unsubscribes.
+// With XPUB_VERBOSE every minion's subscription arrives, not just the first per topic.
+void Publisher::OnSubscriptionReadable() {
+  HALITE_DCHECK(loop_.IsCurrentThread());
+  zmq::message_t message;
+  try {
+    if (!pub_->recv(message, zmq::recv_flags::dontwait)) return;
+  } catch (const zmq::error_t& e) {
+    spdlog::warn("publisher: reading subscriptions failed: {}", e.what());
+    return;
+  }
+  if (message.size() == 0 || static_cast<const char*>(message.data())[0] != 1) return;
+  subscriptions_++;
+  const auto now = PublishReplay::Clock::now();
+  auto at = replay_->OnSubscriber(now);
+  if (!at) return;
+  auto delay = std::chrono::duration_cast<std::chrono::milliseconds>(*at - now);
+  replay_timer_ = loop_.RunAfter(std::max(delay, std::chrono::milliseconds(0)), [this] {
+    replay_timer_ = 0;
+    ReplayOnLoop();
+  });
+}
+
+void Publisher::ReplayOnLoop() {
+  HALITE_DCHECK(loop_.IsCurrentThread());
+  if (!pub_) return;
+  std::vector<wire::Value> loads = replay_->TakeReplay(PublishReplay::Clock::now());
+  if (loads.empty()) return;
+  replays_++;
+  spdlog::info("publisher: minions subscribed; re-publishing {} live job(s)", loads.size());
+  for (wire::Value& load : loads) {
+    if (SendOnLoop(std::move(load))) replayed_++;
+  }
 }
 
 }  // namespace halite::master

@@ -2,6 +2,9 @@
 // request channel are minion.cc).
 #include <spdlog/spdlog.h>
 
+#include <atomic>
+#include <cstring>
+
 #include "halite/minion/minion.h"
 #include "minion_internal.h"
 
@@ -45,10 +48,12 @@ void Minion::ConnectPublisher() {
     sub->set(zmq::sockopt::tcp_keepalive_idle, 300);
     if (options_.master_ip.find(':') != std::string::npos) sub->set(zmq::sockopt::ipv6, 1);
     sub->set(zmq::sockopt::subscribe, "");
-    sub->connect(endpoint);
     sub_ = std::move(sub);
+    if (env_.journal != nullptr) WatchPublisherConnection();
+    sub_->connect(endpoint);
   } catch (const zmq::error_t& e) {
     spdlog::error("minion {}: cannot subscribe to {}: {}", options_.id, endpoint, e.what());
+    ClosePublisher();
     Count(&MinionMetrics::publish_errors);
     retry_timer_ = loop_.RunAfter(options_.acceptance_wait_time, [weak = weak_from_this()] {
       std::shared_ptr<Minion> self = weak.lock();
@@ -63,9 +68,54 @@ void Minion::ConnectPublisher() {
 
 void Minion::ClosePublisher() {
   if (!sub_) return;
-  loop_.Unwatch(sub_watch_);
+  if (sub_watch_ != 0) loop_.Unwatch(sub_watch_);
   sub_watch_ = 0;
+  if (sub_monitor_) {
+    loop_.Unwatch(sub_monitor_watch_);
+    sub_monitor_watch_ = 0;
+    zmq_socket_monitor(sub_->handle(), nullptr, 0);
+    DestroyLater(loop_, sub_monitor_);
+  }
+  if (sub_up_) {
+    sub_up_ = false;
+    env_.journal->PublisherConnection(options_.id, false);
+  }
   DestroyLater(loop_, sub_);
+}
+
+// The monitor must be connected before sub_ connects, or its first events are dropped.
+void Minion::WatchPublisherConnection() {
+  static std::atomic<std::uint64_t> next{0};
+  const std::string endpoint = "inproc://halite-sub-monitor-" + std::to_string(next++);
+  if (zmq_socket_monitor(sub_->handle(), endpoint.c_str(),
+                         ZMQ_EVENT_HANDSHAKE_SUCCEEDED | ZMQ_EVENT_DISCONNECTED) != 0) {
+    spdlog::warn("minion {}: no publish monitor: {}", options_.id, zmq_strerror(zmq_errno()));
+    return;
+  }
+  auto monitor = std::make_unique<zmq::socket_t>(*env_.context, zmq::socket_type::pair);
+  monitor->set(zmq::sockopt::linger, 0);
+  monitor->connect(endpoint);
+  sub_monitor_ = std::move(monitor);
+  sub_monitor_watch_ = loop_.Watch(*sub_monitor_, [this] { OnPublisherMonitorReadable(); });
+}
+
+void Minion::OnPublisherMonitorReadable() {
+  zmq::message_t event;
+  zmq::message_t address;
+  try {
+    if (!sub_monitor_->recv(event, zmq::recv_flags::dontwait)) return;
+    if (event.more()) (void)sub_monitor_->recv(address, zmq::recv_flags::dontwait);
+  } catch (const zmq::error_t& e) {
+    spdlog::warn("minion {}: publish monitor: {}", options_.id, e.what());
+    return;
+  }
+  if (event.size() < sizeof(std::uint16_t)) return;
+  std::uint16_t id = 0;
+  std::memcpy(&id, event.data(), sizeof id);
+  bool up = id == ZMQ_EVENT_HANDSHAKE_SUCCEEDED;
+  if (up == sub_up_) return;
+  sub_up_ = up;
+  env_.journal->PublisherConnection(options_.id, up);
 }
 
 void Minion::OnPublishReadable() {
@@ -155,8 +205,15 @@ void Minion::HandleJob(Value load) {
   }
   if (!*targeted) return;
   std::string jid = JidText(load.Find("jid"));
-  if (SeenJid(jid)) return;
+  if (SeenJid(jid)) {
+    spdlog::debug("minion {}: job {} already seen; dropped", options_.id, jid);
+    return;
+  }
   Count(&MinionMetrics::jobs_seen);
+  if (env_.journal != nullptr) {
+    const Value* fun = load.Find("fun");
+    env_.journal->JobStarted(options_.id, jid, fun && fun->str() ? *fun->str() : JidText(fun));
+  }
   StartJob(std::move(load), std::move(jid));
 }
 
@@ -265,6 +322,9 @@ void Minion::FinishJob(const std::string& jid, const JobResult& result) {
             if (!self) return;
             if (r.ok()) {
               self->Count(&MinionMetrics::returns_sent);
+              if (self->env_.journal != nullptr) {
+                self->env_.journal->ReturnAcknowledged(self->options_.id, jid);
+              }
               return;
             }
             spdlog::warn("minion {}: the return of job {} was not delivered: {}", self->options_.id,

@@ -20,6 +20,7 @@
 #include "halite/minion/grains.h"
 #include "halite/minion/keys.h"
 #include "halite/minion/minion.h"
+#include "halite/swarm/ledger.h"
 #include "halite/transport/worker_pool.h"
 #include "halite/transport/zmq_loop.h"
 #include "halite/version.h"
@@ -147,7 +148,11 @@ int RunSwarm(const SwarmOptions& o) {
 
   // Per minion: a SUB and a request DEALER, each one fd for its mailbox and one for its TCP
   // connection, plus a short-lived sign-in socket.
-  const rlim_t nofile = RaiseFileLimit(WantedFileLimit(o.count));
+  // With a ledger each minion also has a monitor on its SUB: two more inproc sockets (each
+  // one mailbox fd), libzmq's end and ours.
+  const int ledger_sockets = o.ledger.empty() ? 0 : 2;
+  const rlim_t nofile =
+      RaiseFileLimit(WantedFileLimit(o.count) + static_cast<rlim_t>(o.count) * ledger_sockets);
   const int idle_close_ms = EffectiveIdleCloseMs(o, nofile);
   if (nofile < MinimumFileLimit(o.count)) {
     std::fprintf(stderr,
@@ -158,8 +163,18 @@ int RunSwarm(const SwarmOptions& o) {
                  static_cast<unsigned long long>(MinimumFileLimit(o.count)), idle_close_ms);
   }
 
+  std::unique_ptr<Ledger> ledger;
+  if (!o.ledger.empty()) {
+    auto opened = Ledger::Open(o.ledger);
+    if (!opened.ok()) {
+      std::fprintf(stderr, "halite-swarm: %s\n", opened.error().message.c_str());
+      return 73;  // EX_CANTCREAT
+    }
+    ledger = std::move(*opened);
+  }
+
   zmq::context_t context(o.io_threads);
-  context.set(zmq::ctxopt::max_sockets, o.count * 3 + 64);
+  context.set(zmq::ctxopt::max_sockets, o.count * (3 + ledger_sockets) + 64);
 
   halite::transport::WorkerPool crypto("swarm-crypto", static_cast<std::size_t>(o.workers));
   if (!PrepareKeys(o, crypto, signals)) {
@@ -179,6 +194,7 @@ int RunSwarm(const SwarmOptions& o) {
       std::make_shared<const halite::minion::FunctionTable>(halite::minion::BuiltinFunctions());
   env.system_grains = std::make_shared<const Value>(std::move(base));
   env.metrics = &metrics;
+  env.journal = ledger.get();
 
   const MinionOptions common = CommonMinionOptions(o, idle_close_ms);
 
@@ -260,6 +276,17 @@ int RunSwarm(const SwarmOptions& o) {
   exec.Shutdown();
   for (auto& shard : shards) shard->loop.Stop();
   shards.clear();
+  if (ledger) {
+    ledger->Close();
+    LedgerStats ls = ledger->Stats();
+    std::printf("summary: ledger %s: %" PRIu64 " records (%" PRIu64 " lost), %" PRIu64
+                " batches, %.1f ms writing and syncing (mean %.2f ms, max %.2f ms per batch)%s\n",
+                o.ledger.c_str(), ls.records, ls.lost, ls.batches, ls.sync_time.count() / 1000.0,
+                ls.batches ? ls.sync_time.count() / 1000.0 / static_cast<double>(ls.batches) : 0.0,
+                ls.max_sync.count() / 1000.0, ls.write_errors ? ", WRITE ERRORS" : "");
+    std::fflush(stdout);
+    if (ls.write_errors > 0 || ls.lost > 0) return 74;  // EX_IOERR: the ledger is incomplete
+  }
   return 0;
 }
 

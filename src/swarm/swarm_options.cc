@@ -53,6 +53,10 @@ std::optional<bool> ApplyOption(const std::string& arg, const std::string& v, Sw
     o.keys_dir = v;
     return true;
   }
+  if (arg == "--ledger") {
+    o.ledger = v;
+    return !v.empty();
+  }
   if (arg == "--grains" || arg == "--grains-cycle") return ParseGrain(v, arg != "--grains", o);
   if (arg == "--port") return ParseNumber(v, o.port) && o.port != 0;
   if (arg == "--pub-port") return ParseNumber(v, o.pub_port);
@@ -117,6 +121,8 @@ std::string SwarmUsage() {
   --random-reauth-delay S  after a master key change, sign in again within S s (0)
   --idle-close-ms N      close idle request sockets after N ms; -1: only when fds are short
   --forget-master-key    drop cached minion_master.pub files first (switching masters)
+  --ledger FILE          append every job run, return acknowledged and publish connection
+                         change to FILE (one line each, written and fsynced per batch)
   --log-level L          (error)   --log-file PATH
   --version
 )";

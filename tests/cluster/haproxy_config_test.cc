@@ -27,6 +27,7 @@ TEST(HaproxyConfigTest, BothSidesCheckHealthAndCutSessionsOfADownMaster) {
   EXPECT_NE(cfg.find("server 127.0.0.2 127.0.0.2:4505 check port 4510"), std::string::npos);
   EXPECT_NE(cfg.find("server m3 [::1]:4506 check port 4510"), std::string::npos) << cfg;
   EXPECT_NE(cfg.find("on-marked-down shutdown-sessions"), std::string::npos);
+  EXPECT_NE(cfg.find("option redispatch 1\n"), std::string::npos);  // a refused connect moves on
   EXPECT_EQ(std::count(cfg.begin(), cfg.end(), '\n') > 20, true);
   auto at = [&](const std::string& s) { return cfg.find(s); };
   EXPECT_LT(at("backend halite_publish"), at("frontend halite_request"));

@@ -4,6 +4,7 @@
 #include <signal.h>
 
 #include <fstream>
+#include <mutex>
 #include <set>
 
 #include "fake_master.h"
@@ -34,6 +35,36 @@ std::function<bool(const FakeMaster::Seen&)> ReturnFor(std::string jid, int coun
     return FakeMaster::CountLoads(s, "_return", "jid", jid) >= count;
   };
 }
+
+// What a ledger would get, read by the test thread while the loop writes.
+class RecordingJournal final : public JobJournal {
+ public:
+  void JobStarted(std::string_view minion, std::string_view jid, std::string_view fun) override {
+    Add("run " + std::string(minion) + " " + std::string(jid) + " " + std::string(fun));
+  }
+  void ReturnAcknowledged(std::string_view minion, std::string_view jid) override {
+    Add("ack " + std::string(minion) + " " + std::string(jid));
+  }
+  void PublisherConnection(std::string_view minion, bool up) override {
+    Add((up ? "up " : "down ") + std::string(minion));
+  }
+  int Count(const std::string& record) const {
+    std::lock_guard lock(mu_);
+    return static_cast<int>(std::count(records_.begin(), records_.end(), record));
+  }
+  std::vector<std::string> Records() const {
+    std::lock_guard lock(mu_);
+    return records_;
+  }
+
+ private:
+  void Add(std::string record) {
+    std::lock_guard lock(mu_);
+    records_.push_back(std::move(record));
+  }
+  mutable std::mutex mu_;
+  std::vector<std::string> records_;
+};
 
 class MinionTest : public ::testing::Test {
  protected:
@@ -105,6 +136,7 @@ class MinionTest : public ::testing::Test {
   transport::WorkerPool crypto_{"crypto", 1};
   transport::WorkerPool exec_{"exec", 2};
   MinionMetrics metrics_;
+  RecordingJournal journal_;
   MinionEnv env_;
   std::vector<std::shared_ptr<Minion>> minions_;
 };
@@ -352,6 +384,32 @@ TEST_F(MinionTest, ManyMinionsShareOneLoop) {
     if (*l.FindStr("cmd") == "_return") ids.insert(*l.FindStr("id"));
   }
   EXPECT_EQ(ids.size(), static_cast<std::size_t>(kCount));
+}
+
+// Salt's minion keeps the last minion_jid_queue_hwm (100) jids it ran and drops a publish
+// whose jid is among them (minion.py, _handle_decoded_payload): what makes a master's replay
+// of live jobs safe. A jid pushed out of that window runs again, as with Salt.
+TEST_F(MinionTest, ARepublishedJidRunsOnceUntilItLeavesTheLast100) {
+  RecordingJournal& journal = journal_;  // outlives the minion (TearDown stops it)
+  env_.journal = &journal;
+  StartMinion(Options());
+  // PublishUntil may send job 7 several times before the subscription is up; it runs once.
+  ASSERT_TRUE(master_.PublishUntil(Job("7", "test.ping"), ReturnFor("7")));
+  ASSERT_TRUE(testing::WaitFor([&] { return journal.Count("ack minion1 7") == 1; }));
+  EXPECT_EQ(journal.Count("up minion1"), 1);
+  master_.Publish(Job("7", "test.ping"));
+  master_.Publish(Job("7", "test.echo", {"again"}));
+  // Same socket, in order: once job 8 has returned, both copies of 7 were handled.
+  ASSERT_TRUE(master_.PublishUntil(Job("8", "test.ping"), ReturnFor("8")));
+  EXPECT_EQ(FakeMaster::CountLoads(master_.seen(), "_return", "jid", "7"), 1);
+  EXPECT_EQ(journal.Count("run minion1 7 test.ping"), 1);
+  EXPECT_EQ(journal.Count("run minion1 7 test.echo"), 0);
+
+  // 99 more jids (8 was the 2nd): 7 is now the 101st most recent and runs again.
+  for (int i = 100; i < 199; ++i) master_.Publish(Job(std::to_string(i), "test.ping"));
+  ASSERT_TRUE(testing::WaitFor([&] { return journal.Count("ack minion1 198") == 1; }, 30s));
+  ASSERT_TRUE(master_.PublishUntil(Job("7", "test.echo", {"again"}), ReturnFor("7", 2)));
+  EXPECT_EQ(journal.Count("run minion1 7 test.echo"), 1);
 }
 
 }  // namespace

@@ -158,6 +158,10 @@ struct MasterConfig {
   std::uint64_t request_queue_max_bytes = 1024ull * 1024 * 1024;
   int return_batch_max = 512;                             // job returns per group commit
   std::chrono::milliseconds return_fsync_interval_ms{0};  // group commit wait; 0: none
+  // Re-publish the jobs still within their timeout (the publish's "to", else `timeout`) when
+  // minions subscribe, so that a minion that moved between masters still gets them
+  // (docs/failure-modes.md). False: a publish goes out once, as in Salt.
+  bool publish_replay = true;
 
   // The document this was parsed from (includes merged; null for all defaults): what a reload
   // compares key by key (daemon/reload.h).

@@ -9,12 +9,14 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 #include <zmq.hpp>
 
 #include "halite/common/result.h"
 #include "halite/master/keyring.h"
+#include "halite/master/publish_replay.h"
 #include "halite/master/services.h"
 #include "halite/transport/zmq_loop.h"
 #include "halite/wire/rsa.h"
@@ -35,6 +37,10 @@ struct PublisherOptions {
   bool sign_pub_messages = true;
   wire::SigHash sig_hash = wire::SigHash::kSha1;
   bool with_serial = true;  // false in cluster mode (salt-wire 10.3)
+  // Re-publish live jobs when minions subscribe (publish_replay.h). The socket is then an
+  // XPUB with XPUB_VERBOSE, so every subscription (one per minion connection) is seen.
+  bool replay = true;
+  PublishReplayOptions replay_options;
 };
 
 class Publisher final : public EventSink, public JobPublisher {
@@ -62,9 +68,15 @@ class Publisher final : public EventSink, public JobPublisher {
   std::uint64_t events_fired() const { return events_.load(); }
   // TCP connections on the publish port right now (minions subscribed here).
   std::int64_t connected_subscribers() const { return connected_.load(); }
+  std::uint64_t replays() const { return replays_.load(); }              // replay rounds
+  std::uint64_t replayed() const { return replayed_.load(); }            // publishes re-sent
+  std::uint64_t subscriptions() const { return subscriptions_.load(); }  // seen on the XPUB
 
  private:
   void SendEvent(const std::string& tag, const wire::Value& data);
+  bool SendOnLoop(wire::Value load);  // encrypt, sign, send; false on failure (logged)
+  void OnSubscriptionReadable();      // XPUB: subscription messages
+  void ReplayOnLoop();
 
   zmq::context_t& context_;
   transport::ZmqLoop& loop_;
@@ -75,10 +87,16 @@ class Publisher final : public EventSink, public JobPublisher {
   std::unique_ptr<zmq::socket_t> events_socket_;  // loop thread only
   std::unique_ptr<zmq::socket_t> monitor_;        // loop thread only: PUB connection events
   transport::ZmqLoop::WatchId monitor_watch_ = 0;
+  transport::ZmqLoop::WatchId pub_watch_ = 0;  // XPUB input (replay on)
+  std::optional<PublishReplay> replay_;        // loop thread only; set when options_.replay
+  transport::ZmqLoop::TimerId replay_timer_ = 0;
   std::vector<EventObserver> observers_;  // loop thread only
   std::atomic<std::uint64_t> published_{0};
   std::atomic<std::uint64_t> events_{0};
   std::atomic<std::int64_t> connected_{0};
+  std::atomic<std::uint64_t> replays_{0};
+  std::atomic<std::uint64_t> replayed_{0};
+  std::atomic<std::uint64_t> subscriptions_{0};
 };
 
 }  // namespace halite::master

@@ -28,6 +28,7 @@
 
 #include "halite/common/result.h"
 #include "halite/minion/functions.h"
+#include "halite/minion/journal.h"
 #include "halite/minion/keys.h"
 #include "halite/minion/options.h"
 #include "halite/minion/protocol.h"
@@ -65,6 +66,9 @@ struct MinionEnv {
   std::shared_ptr<const FunctionTable> functions;
   std::shared_ptr<const wire::Value> system_grains;  // SystemGrains(), read once
   MinionMetrics* metrics = nullptr;                  // optional
+  // Optional. When set, each minion also watches its publish subscription (a socket monitor:
+  // one more inproc socket per minion) to report when it comes up and goes down.
+  JobJournal* journal = nullptr;
 };
 
 class Minion : public std::enable_shared_from_this<Minion> {
@@ -155,6 +159,8 @@ class Minion : public std::enable_shared_from_this<Minion> {
 
   void ConnectPublisher();
   void ClosePublisher();
+  void WatchPublisherConnection();  // journal only
+  void OnPublisherMonitorReadable();
   void OnPublishReadable();
   void HandlePublish(std::string frame, bool after_reauth);
   void HandleJob(wire::Value load);
@@ -188,6 +194,9 @@ class Minion : public std::enable_shared_from_this<Minion> {
   std::unique_ptr<RequestChannel> auth_channel_;  // one sign-in, then dropped
   std::unique_ptr<zmq::socket_t> sub_;
   transport::ZmqLoop::WatchId sub_watch_ = 0;
+  std::unique_ptr<zmq::socket_t> sub_monitor_;  // PAIR: sub_'s monitor events (journal only)
+  transport::ZmqLoop::WatchId sub_monitor_watch_ = 0;
+  bool sub_up_ = false;  // journal only: a handshake completed and no disconnect since
 
   bool auth_in_flight_ = false;
   bool signed_in_once_ = false;

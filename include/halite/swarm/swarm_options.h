@@ -45,6 +45,7 @@ struct SwarmOptions {
   bool forget_master_key = false;
   std::string log_level = "error";
   std::string log_file;
+  std::filesystem::path ledger;  // empty: no ledger (--ledger FILE)
 };
 
 struct SwarmCommand {

@@ -1,0 +1,217 @@
+"""The cluster tools/chaos builds: three halite-masters on their own 127.x addresses sharing one
+folder, HAProxy in front (its config from `halite-run cluster.haproxy_config`), halite-swarm
+minions with --ledger; and the helpers that drive it (health, the CLI, /metrics).
+Loopback only: a 127.A.B.0/24 locked as tests/support/loopback.cc locks one.
+"""
+
+import fcntl
+import json
+import os
+import random
+import signal
+import socket
+import subprocess
+import threading
+import time
+import urllib.error
+import urllib.request
+
+PREFIX = "chaos-"
+HEALTH_PORT = 4510
+
+
+def log(msg):
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+def lock_subnet():
+    """Owns a 127.A.B.0/24 as tests/support/loopback.cc does (an flock per subnet)."""
+    d = "/tmp/halite-test-addresses"
+    os.makedirs(d, exist_ok=True)
+    start = random.randrange(254 * 256)
+    for i in range(254 * 256):
+        n = (start + i) % (254 * 256)
+        name = f"127.{1 + n // 256}.{n % 256}"
+        fd = os.open(os.path.join(d, name), os.O_CREAT | os.O_RDWR, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return name + ".", fd
+        except OSError:
+            os.close(fd)
+    raise RuntimeError("no free loopback subnet")
+
+
+def http_status(ip, path="/health", timeout=1.0):
+    try:
+        with urllib.request.urlopen(f"http://{ip}:{HEALTH_PORT}{path}", timeout=timeout) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, ""
+    except Exception:  # noqa: BLE001  refused, timed out (a frozen master)
+        return None, ""
+
+
+def wait_until(pred, timeout, step=0.1):
+    end = time.time() + timeout
+    while time.time() < end:
+        if pred():
+            return True
+        time.sleep(step)
+    return pred()
+
+
+class Cluster:
+    def __init__(self, args, work):
+        self.args = args
+        self.work = work
+        self.subnet, self._lock_fd = lock_subnet()
+        self.haproxy_ip = self.subnet + "1"
+        self.ips = [self.subnet + str(2 + i) for i in range(3)]
+        self.procs = {}  # name -> Popen
+        self.lock = threading.Lock()
+        self.down = set()  # masters killed or frozen right now
+        self.busy = {}  # master -> CLI runs in progress there
+
+    def bin(self, name):
+        return os.path.join(self.args.bin, name)
+
+    def conf(self, ip):
+        return os.path.join(self.work, ip, "master.conf")
+
+    def write_configs(self):
+        shared = os.path.join(self.work, "shared")
+        os.makedirs(shared, exist_ok=True)
+        for ip in self.ips:
+            d = os.path.join(self.work, ip)
+            os.makedirs(d, exist_ok=True)
+            peers = "".join(f"  - {p}\n" for p in self.ips if p != ip)
+            with open(self.conf(ip), "w") as f:
+                f.write(f"""id: {ip}
+interface: {ip}
+pki_dir: {d}/pki
+sock_dir: {d}/sock
+log_file: {d}/master.log
+log_level: info
+cachedir: {shared}/cache
+cluster_id: chaos
+cluster_pki_dir: {shared}/pki
+cluster_peers:
+{peers}auto_accept: true
+worker_threads: 2
+health_port: {HEALTH_PORT}
+timeout: {self.args.timeout}
+publish_replay: {'false' if self.args.no_replay else 'true'}
+pillar_roots: {{base: [{shared}/pillar]}}
+file_roots: {{base: [{shared}/states]}}
+""")
+
+    def start_master(self, ip):
+        out = open(os.path.join(self.work, ip, "stdout.log"), "ab")
+        p = subprocess.Popen([self.bin("halite-master"), "-c", self.conf(ip)], stdout=out,
+                             stderr=subprocess.STDOUT, start_new_session=True)
+        self.procs[ip] = p
+
+    def healthy(self, ip):
+        return http_status(ip)[0] == 200
+
+    def start(self):
+        self.start_masters()
+        self.start_haproxy()
+        self.start_swarm()
+
+    def start_masters(self):
+        self.write_configs()
+        for ip in self.ips:
+            self.start_master(ip)
+        if not wait_until(lambda: all(self.healthy(ip) for ip in self.ips), 60):
+            raise RuntimeError("masters did not become healthy; see " + self.work)
+
+    def start_haproxy(self):
+        cfg = subprocess.run([self.bin("halite-run"), "-c", self.conf(self.ips[0]),
+                              "cluster.haproxy_config", f"bind={self.haproxy_ip}",
+                              "maxconn=4000"], check=True, capture_output=True, text=True)
+        hcfg = os.path.join(self.work, "haproxy.cfg")
+        with open(hcfg, "w") as f:
+            f.write(cfg.stdout)
+        hlog = open(os.path.join(self.work, "haproxy.log"), "ab")
+        self.procs["haproxy"] = subprocess.Popen(["haproxy", "-db", "-f", hcfg], stdout=hlog,
+                                                 stderr=subprocess.STDOUT,
+                                                 start_new_session=True)
+        def haproxy_up():
+            with socket.socket() as s:
+                s.settimeout(0.5)
+                return s.connect_ex((self.haproxy_ip, 4506)) == 0
+        if not wait_until(haproxy_up, 20):
+            raise RuntimeError("haproxy did not start; see " + hcfg)
+
+    def start_swarm(self):
+        swarm = [self.bin("halite-swarm"), "--master", self.haproxy_ip,
+                 "--count", str(self.args.minions), "--prefix", PREFIX,
+                 "--keys-dir", self.args.keys_dir, "--keysize", str(self.args.keysize),
+                 "--forget-master-key", "--ramp", str(self.args.ramp),
+                 "--ledger", os.path.join(self.work, "ledger"), "--status-interval", "5",
+                 "--log-file", os.path.join(self.work, "swarm.log"), "--log-level", "warn"]
+        sout = open(os.path.join(self.work, "swarm.out"), "ab")
+        self.procs["swarm"] = subprocess.Popen(swarm, stdout=sout, stderr=subprocess.STDOUT,
+                                               start_new_session=True)
+
+    def live_masters(self):
+        with self.lock:
+            return [ip for ip in self.ips if ip not in self.down]
+
+    def cli(self, ip, fun_args, timeout, target=PREFIX + "*"):
+        cmd = [self.bin("halite"), "-c", self.conf(ip), "-t", str(timeout), "--out", "json",
+               "--show-jid", target] + fun_args
+        return subprocess.run(cmd, capture_output=True, text=True,
+                              timeout=max(600, timeout * 10))
+
+    def metrics(self, ip):
+        status, body = http_status(ip, "/metrics")
+        out = {}
+        if status != 200:
+            return out
+        for line in body.splitlines():
+            if line.startswith("#") or " " not in line:
+                continue
+            name, value = line.rsplit(" ", 1)
+            out[name.split("{")[0]] = out.get(name.split("{")[0], 0) + float(value)
+        return out
+
+    def stop(self):
+        for name, p in list(self.procs.items()):
+            if p.poll() is None:
+                try:
+                    os.kill(p.pid, signal.SIGCONT)
+                    p.terminate()
+                except ProcessLookupError:
+                    pass
+        for name, p in list(self.procs.items()):
+            try:
+                p.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+
+
+def parse_cli(stdout):
+    """(jid, printed ids, gave-up ids) from `halite --out json --show-jid`."""
+    jid = None
+    text = stdout
+    if text.startswith("jid: "):
+        first, _, text = text.partition("\n")
+        jid = first[5:].strip()
+    printed, gave_up = set(), set()
+    dec = json.JSONDecoder()
+    i = 0
+    while True:
+        while i < len(text) and text[i].isspace():
+            i += 1
+        if i >= len(text):
+            break
+        obj, i = dec.raw_decode(text, i)
+        for mid, ret in obj.items():
+            if ret == "Minion did not return. [No response]":
+                gave_up.add(mid)
+            else:
+                printed.add(mid)
+    return jid, printed, gave_up
