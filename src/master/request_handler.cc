@@ -233,11 +233,13 @@ void HandleRequest(MasterContext& ctx, std::string body, std::function<void(std:
     }
   }
   // A verified id's nonces are remembered for the ttl window; a request seen before is refused,
-  // except `_pillar`, which minions resend unchanged on a timeout: it is answered again (only
-  // its owner can read the reply) but its grains are not stored twice.
+  // except what minions resend unchanged on a timeout: `_pillar` is answered again (only its
+  // owner can read the reply) but its grains are not stored twice; `_return` is stored again,
+  // which the job cache makes a no-op for a return it holds, so a resend that crossed a slow
+  // commit is acknowledged instead of refused (the minion would count the return as failed).
   if (ctx.replay && req.nonce && !req.id.empty() && (version > 2 || !tok.is_nil())) {
     if (!ctx.replay->Admit(req.id, *req.nonce, stamped, now)) {
-      if (command != "_pillar") {
+      if (command != "_pillar" && command != "_return") {
         return refuse(
             ctx.counters->refused_replay,
             fmt::format("replayed {} from '{}' (nonce seen before)", Printable(command), req.id));

@@ -389,6 +389,16 @@ TEST_F(HostileTest, ReplayedStaleAndFutureRequestsAreRefused) {
   ASSERT_TRUE(first && again);
   EXPECT_FALSE(IsBadLoad(again));
   EXPECT_NE(wire::Unpack(*again)->Find("pillar"), nullptr);
+  // A return resent unchanged (its first send crossed a slow commit) is acknowledged and
+  // stored once, not refused as a replay.
+  const std::string jid = PublishJob(master, "web1");
+  auto ret = web.minion->Encode(web.session, ReturnLoad(jid, "once"), {});
+  auto r1 = web.minion->Send(ctx_, ret, web.session);
+  auto r2 = web.minion->Send(ctx_, ret, web.session);
+  EXPECT_TRUE(r1.ok()) << r1.error().ToString();
+  EXPECT_TRUE(r2.ok()) << "a resent return was refused: " << r2.error().ToString();
+  EXPECT_EQ(Returned(master, jid), std::vector<std::string>{"web1"});
+  EXPECT_EQ(MetricOr0(master, Labels("halite_requests_refused_total", "reason=\"replay\"")), 3);
 }
 
 // Finding 9: returns for jobs that did not target the minion, mine_get without ACLs, a
