@@ -107,6 +107,7 @@ TEST_F(EtcdMembershipTest, MastersJoinAndLeaveLiveThroughEtcd) {
   AddMinion("beta", m3);
   ASSERT_TRUE(LinksBecome(m1, {{"m2", true}, {"m3", true}}, 30s, &last)) << last;
   ASSERT_TRUE(LinksBecome(m2, {{"m1", true}, {"m3", true}}, 30s, &last)) << last;
+  ASSERT_TRUE(EveryMinionAnswers(m1, "*", {"test.ping"}, 2, &last)) << last;
   auto job = m1.Cli("halite", {"--out", "txt", "*", "test.echo", "joined"});
   EXPECT_EQ(job.exit_code, 0) << job.out << job.err;
   EXPECT_NE(job.out.find("alpha: joined"), std::string::npos) << job.out;
