@@ -74,6 +74,7 @@ PeerChannel::Impl::Impl(zmq::context_t& context, ZmqLoop& loop, PeerChannelOptio
     status.endpoint = links_[i].endpoint;
     status.problem = "peer channel not started";
     stats_.push_back(std::move(status));
+    listed_.push_back(true);
   }
 }
 
@@ -91,7 +92,9 @@ std::vector<PeerLinkStatus> PeerChannel::Impl::Snapshot() const {
   std::vector<PeerLinkStatus> snapshot;
   {
     std::lock_guard lock(stats_mu_);
-    snapshot = stats_;
+    for (std::size_t i = 0; i < stats_.size(); ++i) {
+      if (listed_[i]) snapshot.push_back(stats_[i]);
+    }
   }
   for (PeerLinkStatus& status : snapshot) {
     status.backlog = status.events.queued + status.publishes.queued;
@@ -167,7 +170,7 @@ void PeerChannel::Impl::KeyThread(std::vector<KeyReading> last) {
     }
     std::vector<KeyReading> now = ReadPeerKeys();
     for (std::size_t i = 0; i < now.size(); ++i) {
-      if (now[i] == last[i]) continue;
+      if (now[i] == last[i]) continue;  // configured peers only: indices below peers.size()
       loop_.Post([self = shared_from_this(), i, reading = now[i]] {
         if (!self->closed_) self->ApplyKey(i, reading);
       });
@@ -395,7 +398,7 @@ void PeerChannel::Impl::ApplyKey(std::size_t i, const KeyReading& reading) {
     problem = "peers/" + link.id + ".curve holds this master's own key";
   }
   for (std::size_t j = 0; j < links_.size() && problem.empty(); ++j) {
-    if (j != i && links_[j].server_key == reading.key) {
+    if (j != i && !links_[j].removed && links_[j].server_key == reading.key) {
       problem = "peers/" + link.id + ".curve holds the same key as peer " + links_[j].id;
     }
   }
@@ -417,7 +420,8 @@ void PeerChannel::Impl::ApplyKey(std::size_t i, const KeyReading& reading) {
 void PeerChannel::Impl::RebuildZapKeys() {
   zap_keys_.clear();
   for (std::size_t i = 0; i < links_.size(); ++i) {
-    if (!links_[i].server_key.empty()) zap_keys_[CurveKeyBytes(links_[i].server_key)] = i;
+    if (!links_[i].removed && !links_[i].server_key.empty())
+      zap_keys_[CurveKeyBytes(links_[i].server_key)] = i;
   }
 }
 
@@ -506,6 +510,12 @@ void PeerChannel::Broadcast(PeerMessage message) { impl_->Broadcast(std::move(me
 halite::Status PeerChannel::BroadcastPublish(PeerMessage message) {
   return impl_->BroadcastPublish(std::move(message));
 }
+
+void PeerChannel::AddPeer(PeerSpec peer, std::string curve_public_key) {
+  impl_->AddPeer(std::move(peer), std::move(curve_public_key));
+}
+
+void PeerChannel::RemovePeer(const std::string& id) { impl_->RemovePeer(id); }
 
 std::vector<PeerLinkStatus> PeerChannel::Status() const { return impl_->Snapshot(); }
 

@@ -86,6 +86,8 @@ class PeerChannel::Impl : public std::enable_shared_from_this<PeerChannel::Impl>
   void Shutdown();
   void Broadcast(PeerMessage message);
   halite::Status BroadcastPublish(PeerMessage message);
+  void AddPeer(PeerSpec peer, std::string key);  // peer_members.cc
+  void RemovePeer(const std::string& id);
   // Status() with the totals over both classes filled in.
   std::vector<PeerLinkStatus> Snapshot() const;
   std::uint64_t rejections() const { return rejections_.load(); }
@@ -122,7 +124,9 @@ class PeerChannel::Impl : public std::enable_shared_from_this<PeerChannel::Impl>
     std::optional<Clock::time_point> last_reply;  // on the DEALER
     Clock::time_point dealer_since;               // when the DEALER was (re)made
     bool retry_pending = false;
-    void Rewind() {  // resend everything unacknowledged, oldest first
+    bool removed = false;  // left the cluster (RemovePeer): no socket, no key, no queue
+    bool runtime = false;  // added by AddPeer: its key is not read from peers/
+    void Rewind() {        // resend everything unacknowledged, oldest first
       for (OutStream& stream : out) stream.send_next = stream.low();
     }
     std::size_t queued() const {
@@ -153,6 +157,12 @@ class PeerChannel::Impl : public std::enable_shared_from_this<PeerChannel::Impl>
     bool operator==(const KeyReading&) const = default;
   };
 
+  struct Incoming {
+    PeerClass cls;
+    PeerMessage message;
+    Clock::time_point queued;
+  };
+
   // Caller / key thread (peer_channel.cc).
   halite::Status ValidateOptions() const;
   std::vector<KeyReading> ReadPeerKeys() const;
@@ -172,8 +182,13 @@ class PeerChannel::Impl : public std::enable_shared_from_this<PeerChannel::Impl>
   void PublishLink(std::size_t i);
   void Touch(std::size_t i);
 
+  // Loop thread: runtime membership (peer_members.cc).
+  void AddPeerOnLoop(PeerSpec peer, std::string key);
+  void RemovePeerOnLoop(const std::string& id);
+
   // Loop thread: the streams (peer_link.cc).
   void DrainInbox();
+  void Deliver(std::vector<Incoming>& batch);
   void Enqueue(std::size_t i, PeerClass cls, const std::shared_ptr<const PeerMessage>& message,
                Clock::time_point queued);
   void ExpirePublishes(std::size_t i, Clock::time_point now);
@@ -208,17 +223,13 @@ class PeerChannel::Impl : public std::enable_shared_from_this<PeerChannel::Impl>
   // Broadcast() hands messages over here; one posted task drains a batch. publish_held_[i] is
   // the number of publishes queued for peer i (in inbox_ or in its stream) and not yet
   // acknowledged or expired: BroadcastPublish reserves room here, the loop releases it.
-  struct Incoming {
-    PeerClass cls;
-    PeerMessage message;
-    Clock::time_point queued;
-  };
   std::mutex inbox_mu_;
   std::vector<Incoming> inbox_ HALITE_GUARDED_BY(inbox_mu_);
   std::vector<std::size_t> publish_held_ HALITE_GUARDED_BY(inbox_mu_);
 
   mutable std::mutex stats_mu_;
   std::vector<PeerLinkStatus> stats_ HALITE_GUARDED_BY(stats_mu_);
+  std::vector<bool> listed_ HALITE_GUARDED_BY(stats_mu_);  // false: removed, not in Status()
 
   std::thread key_thread_;
   std::mutex key_mu_;
@@ -228,7 +239,7 @@ class PeerChannel::Impl : public std::enable_shared_from_this<PeerChannel::Impl>
   // Loop-thread state.
   std::vector<Link> links_;
   std::vector<Inbound> inbound_;
-  std::unordered_map<std::string, std::size_t> index_by_id_;  // immutable after construction
+  std::unordered_map<std::string, std::size_t> index_by_id_;  // grows by AddPeer, never shrinks
   std::unordered_map<std::string, std::size_t> zap_keys_;     // raw public key -> link index
   std::unique_ptr<zmq::socket_t> router_;
   std::unique_ptr<zmq::socket_t> zap_;

@@ -18,14 +18,24 @@ void PeerChannel::Impl::DrainInbox() {
     std::lock_guard lock(inbox_mu_);
     batch.swap(inbox_);
   }
+  Deliver(batch);
+}
+
+void PeerChannel::Impl::Deliver(std::vector<Incoming>& batch) {
   if (closed_) return;
   for (Incoming& incoming : batch) {
     auto shared = std::make_shared<const PeerMessage>(std::move(incoming.message));
     for (std::size_t i = 0; i < links_.size(); ++i) {
+      if (links_[i].removed) {
+        // BroadcastPublish reserved room for every link, this one included.
+        if (incoming.cls == PeerClass::kPublish) ReleasePublishes(i, 1);
+        continue;
+      }
       Enqueue(i, incoming.cls, shared, incoming.queued);
     }
   }
   for (std::size_t i = 0; i < links_.size(); ++i) {
+    if (links_[i].removed) continue;
     Pump(i);
     PublishLink(i);
   }
@@ -145,6 +155,7 @@ void PeerChannel::Impl::OnHeartbeatTick() {
   const auto now = Clock::now();
   for (std::size_t i = 0; i < links_.size(); ++i) {
     Link& link = links_[i];
+    if (link.removed) continue;
     LogDropBursts(i);
     ExpirePublishes(i, now);
     if (link.dealer == nullptr) {
@@ -261,7 +272,7 @@ void PeerChannel::Impl::OnRouterReadable() {
         user_id = nullptr;
       }
       auto it = user_id == nullptr ? index_by_id_.end() : index_by_id_.find(user_id);
-      if (it == index_by_id_.end()) continue;
+      if (it == index_by_id_.end() || links_[it->second].removed) continue;
       const std::size_t i = it->second;
       Result<SenderFrame> frame =
           more ? Result<SenderFrame>(Error::InvalidArgument("multipart frame"))

@@ -147,6 +147,12 @@ void ReadAll(YamlMapReader& r, MasterConfig& c) {
   r.ReadStringList("cluster_peers", c.cluster_peers, /*allow_single=*/false);
   r.ReadString("cluster_pki_dir", c.cluster_pki_dir);
   r.ReadInt("cluster_pool_port", c.cluster_pool_port, 1, kMaxPort);
+  r.ReadString("cluster_backend", c.cluster_backend);
+  r.ReadStringList("etcd_endpoints", c.etcd_endpoints, /*allow_single=*/true);
+  r.ReadString("etcd_prefix", c.etcd_prefix);
+  r.ReadString("etcd_cert", c.etcd_cert);
+  r.ReadString("etcd_key", c.etcd_key);
+  r.ReadString("etcd_cacert", c.etcd_cacert);
 
   r.ReadInt("health_port", c.health_port, 0, kMaxPort);
   r.ReadInt("max_request_bytes", c.max_request_bytes, 1024, std::int64_t{1} << 32);
@@ -211,6 +217,80 @@ void CheckRoots(YamlMapReader& r, std::string_view key,
   }
 }
 
+// An etcd endpoint as halite can use it: http://<IPv4 or [IPv6]>:<port>.
+std::string EtcdEndpointProblem(const std::string& endpoint) {
+  if (endpoint.rfind("https://", 0) == 0) return "https (TLS) is not supported yet";
+  if (endpoint.rfind("http://", 0) != 0) return "must start with http://";
+  std::string rest = endpoint.substr(7);
+  if (!rest.empty() && rest.back() == '/') rest.pop_back();
+  std::string host;
+  std::string port;
+  if (!rest.empty() && rest.front() == '[') {
+    const auto close = rest.find("]:");
+    if (close == std::string::npos) return "must be http://[IPv6]:port";
+    host = rest.substr(1, close - 1);
+    port = rest.substr(close + 2);
+    if (!internal::IsIpv6Literal(host)) return "the host must be an IP address";
+  } else {
+    const auto colon = rest.rfind(':');
+    if (colon == std::string::npos) return "needs a port (http://IP:2379)";
+    host = rest.substr(0, colon);
+    port = rest.substr(colon + 1);
+    if (!internal::IsIpv4Literal(host)) {
+      return "the host must be an IP address (halite never resolves names)";
+    }
+  }
+  if (port.empty() || port.size() > 5 ||
+      port.find_first_not_of("0123456789") != std::string::npos || std::stoi(port) == 0 ||
+      std::stoi(port) > kMaxPort) {
+    return "bad port '" + port + "'";
+  }
+  return "";
+}
+
+void CheckEtcd(YamlMapReader& r, const MasterConfig& c) {
+  if (c.cluster_backend != "files" && c.cluster_backend != "etcd") {
+    r.AddProblem("cluster_backend",
+                 "must be files or etcd (got " + Quoted(c.cluster_backend) + ")");
+    return;
+  }
+  if (c.cluster_backend == "files") {
+    if (!c.etcd_endpoints.empty()) {
+      r.AddWarning("etcd_endpoints: ignored because cluster_backend is files");
+    }
+    return;
+  }
+  if (c.cluster_id.empty()) r.AddProblem("cluster_backend", "etcd needs cluster_id");
+  if (!c.cluster_peers.empty()) {
+    r.AddWarning("cluster_peers: ignored with cluster_backend: etcd (members come from etcd)");
+  }
+  if (c.interface == "0.0.0.0" || c.interface == "::") {
+    r.AddProblem("interface",
+                 "cluster_backend: etcd needs the address peers reach this master "
+                 "at (it goes into the member record), not " +
+                     Quoted(c.interface));
+  }
+  if (c.etcd_endpoints.empty()) {
+    r.AddProblem("etcd_endpoints", "cluster_backend: etcd needs at least one endpoint");
+  }
+  for (std::size_t i = 0; i < c.etcd_endpoints.size(); ++i) {
+    const std::string problem = EtcdEndpointProblem(c.etcd_endpoints[i]);
+    if (!problem.empty()) {
+      r.AddProblem("etcd_endpoints[" + std::to_string(i) + "]",
+                   problem + " (got " + Quoted(c.etcd_endpoints[i]) + ")");
+    }
+  }
+  if (c.etcd_prefix.size() < 2 || c.etcd_prefix.front() != '/' || c.etcd_prefix.back() != '/') {
+    r.AddProblem("etcd_prefix", "must start and end with '/' (got " + Quoted(c.etcd_prefix) + ")");
+  }
+  for (const auto& [key, value] :
+       {std::pair<std::string_view, const std::string*>{"etcd_cert", &c.etcd_cert},
+        {"etcd_key", &c.etcd_key},
+        {"etcd_cacert", &c.etcd_cacert}}) {
+    if (!value->empty()) r.AddProblem(key, "etcd TLS is not supported yet");
+  }
+}
+
 void CheckCluster(YamlMapReader& r, const MasterConfig& c) {
   for (std::size_t i = 0; i < c.cluster_peers.size(); ++i) {
     const std::string& peer = c.cluster_peers[i];
@@ -227,6 +307,7 @@ void CheckCluster(YamlMapReader& r, const MasterConfig& c) {
       }
     }
   }
+  CheckEtcd(r, c);
   if (c.cluster_id.empty()) {
     if (!c.cluster_peers.empty())
       r.AddWarning("cluster_peers: ignored because cluster_id is not set");

@@ -11,6 +11,7 @@
 
 #include "halite/cluster/curve_keys.h"
 #include "halite/cluster/health_server.h"
+#include "halite/cluster/membership.h"
 #include "halite/cluster/peer_channel.h"
 #include "halite/cluster/shared_state.h"
 #include "halite/common/logging.h"
@@ -29,6 +30,7 @@
 #include "halite/master/targeting.h"
 #include "halite/transport/worker_pool.h"
 #include "halite/transport/zmq_loop.h"
+#include "halite/version.h"
 #include "halite/wire/crypticle.h"
 #include "halite/wire/event.h"
 #include "halite/wire/rsa.h"
@@ -68,6 +70,7 @@ struct MasterDaemon::Impl {
   std::filesystem::path shared_pki;
   std::unique_ptr<transport::ZmqLoop> cluster_loop;
   std::unique_ptr<cluster::PeerChannel> peers;
+  std::unique_ptr<cluster::Membership> membership;  // cluster_backend: etcd
   std::unique_ptr<master::JobPublisher> cluster_publisher;
   std::deque<std::string> recent_forwarded_jids;   // cluster loop only
   std::set<std::string> recent_forwarded_jid_set;  // cluster loop only
@@ -501,15 +504,23 @@ wire::Value MasterDaemon::Impl::ClusterStatus() {
     if (!link.problem.empty()) v.Set("problem", link.problem);
     links.push_back(std::move(v));
   }
-  return wire::Value::MapOf({{"id", config.id},
-                             {"cluster_id", config.cluster_id},
-                             {"peers", wire::Value(std::move(links))},
-                             {"forwarded_publishes", forwarded_publishes.load()},
-                             {"stale_publishes_dropped", stale_publishes_dropped.load()},
-                             {"publish_replays", publisher->replays()},
-                             {"publishes_replayed", publisher->replayed()},
-                             {"aes_generation", aes->generation()},
-                             {"connected_minions", publisher->connected_subscribers()}});
+  wire::Value status = wire::Value::MapOf(
+      {{"id", config.id}, {"cluster_id", config.cluster_id}, {"backend", config.cluster_backend}});
+  if (membership) {
+    wire::Array names;
+    for (const auto& member : membership->Members()) names.push_back(wire::Value(member.name));
+    const std::string problem = membership->problem();
+    status.Set("members", wire::Value(std::move(names)));
+    status.Set("coordination", problem.empty() ? wire::Value("ok") : wire::Value(problem));
+  }
+  status.Set("peers", wire::Value(std::move(links)));
+  status.Set("forwarded_publishes", forwarded_publishes.load());
+  status.Set("stale_publishes_dropped", stale_publishes_dropped.load());
+  status.Set("publish_replays", publisher->replays());
+  status.Set("publishes_replayed", publisher->replayed());
+  status.Set("aes_generation", aes->generation());
+  status.Set("connected_minions", publisher->connected_subscribers());
+  return status;
 }
 
 MasterDaemon::MasterDaemon(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -545,7 +556,13 @@ Result<std::unique_ptr<MasterDaemon>> MasterDaemon::Create(config::MasterConfig 
   std::optional<cluster::CurveKeyPair> curve;
   if (in_cluster) {
     // Every minion-facing key is the cluster's (salt-wire 10.3): all masters look alike.
-    HALITE_RETURN_IF_ERROR(cluster::CheckClusterIdentity(cfg.id, cfg.interface, cfg.cluster_peers));
+    // With etcd, masters are names and their addresses are data in their member records.
+    if (cfg.cluster_backend != "etcd") {
+      HALITE_RETURN_IF_ERROR(
+          cluster::CheckClusterIdentity(cfg.id, cfg.interface, cfg.cluster_peers));
+    } else if (!cluster::IsValidPeerId(cfg.id)) {
+      return Error::InvalidArgument("id: '" + cfg.id + "' cannot name a cluster member");
+    }
     HALITE_RETURN_IF_ERROR(keys::EnsureDir(impl->shared_pki, 0700));
     HALITE_ASSIGN_OR_RETURN(wire::RsaPrivateKey cluster_key,
                             keys::LoadOrCreateKeyPair(impl->shared_pki, "cluster", cfg.keysize));
@@ -626,8 +643,10 @@ Result<std::unique_ptr<MasterDaemon>> MasterDaemon::Create(config::MasterConfig 
     cluster::PeerChannelOptions peer_options;
     peer_options.self_id = cfg.id;
     peer_options.bind_endpoint = cluster::TcpEndpoint(cfg.interface, cfg.cluster_pool_port);
-    for (const auto& peer : cfg.cluster_peers) {
-      peer_options.peers.push_back({peer, cluster::TcpEndpoint(peer, cfg.cluster_pool_port)});
+    if (cfg.cluster_backend != "etcd") {
+      for (const auto& peer : cfg.cluster_peers) {
+        peer_options.peers.push_back({peer, cluster::TcpEndpoint(peer, cfg.cluster_pool_port)});
+      }
     }
     peer_options.cluster_pki_dir = impl->shared_pki;
     peer_options.keys = *curve;
@@ -645,6 +664,23 @@ Result<std::unique_ptr<MasterDaemon>> MasterDaemon::Create(config::MasterConfig 
       raw->OnPeerMessage(peer, std::move(message));
     });
     impl->ctx.cluster_status = [raw]() { return raw->ClusterStatus(); };
+    if (cfg.cluster_backend == "etcd") {
+      HALITE_ASSIGN_OR_RETURN(auto etcd, cluster::MakeEtcdClient({cfg.etcd_endpoints}));
+      cluster::EtcdMembershipOptions members;
+      members.prefix = cfg.etcd_prefix;
+      members.self = {cfg.id,
+                      cfg.interface,
+                      cfg.cluster_pool_port,
+                      cfg.publish_port,
+                      cfg.ret_port,
+                      cfg.health_port,
+                      curve->public_key,
+                      kVersion,
+                      std::chrono::duration_cast<std::chrono::seconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count()};
+      impl->membership = cluster::MakeEtcdMembership(std::move(members), std::move(etcd));
+    }
   }
 
   MasterContext& ctx = impl->ctx;
@@ -701,6 +737,9 @@ Status MasterDaemon::Start() {
   if (impl_->peers) {
     impl_->cluster_loop->Start();
     HALITE_RETURN_IF_ERROR(impl_->peers->Start());
+    if (impl_->membership) {
+      HALITE_RETURN_IF_ERROR(impl_->membership->Start(cluster::PeerLinksFollowing(*impl_->peers)));
+    }
   }
   HALITE_RETURN_IF_ERROR(impl_->request_server->Start());
   Impl* raw = impl_.get();
@@ -852,6 +891,7 @@ void MasterDaemon::Stop() {
   impl.stopped = true;
   if (impl.started) service::NotifyStopping();
   if (impl.health_server) impl.health_server->Stop();
+  if (impl.membership) impl.membership->Stop();  // deregisters: the others close their links
   {
     std::lock_guard lock(impl.health_mu);
     impl.health_stop = true;

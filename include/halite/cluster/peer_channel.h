@@ -152,7 +152,18 @@ class PeerChannel {
   // Before Start() publishes wait in the queue.
   halite::Status BroadcastPublish(PeerMessage message);
 
-  // Thread-safe snapshot, one entry per configured peer in configuration order.
+  // Runtime membership (cluster_backend: etcd). Thread-safe, never block: the change is made
+  // on the loop. AddPeer opens a link to a new peer with the CURVE public key given (not read
+  // from peers/; a peer added this way is never looked up there), or, for a known id, takes
+  // the new endpoint and key (a restarted master) and reopens the link. It gets only the
+  // messages broadcast after it was added. RemovePeer closes the link, forgets what was
+  // queued for it and refuses its key from then on; it leaves Status(). Both are no-ops after
+  // shutdown; a bad id or key is logged and ignored.
+  void AddPeer(PeerSpec peer, std::string curve_public_key);
+  void RemovePeer(const std::string& id);
+
+  // Thread-safe snapshot, one entry per peer (configured ones first, in configuration
+  // order; then those added, removed ones left out).
   std::vector<PeerLinkStatus> Status() const;
 
   // Thread-safe. Handshakes on the pool port refused: unknown CURVE keys (including a peer's

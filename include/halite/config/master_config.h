@@ -127,6 +127,16 @@ struct MasterConfig {
   std::vector<std::string> cluster_peers;  // the other masters, never this one's id
   std::string cluster_pki_dir;             // Parse*: pki_dir when empty and cluster_id is set
   std::uint16_t cluster_pool_port = 4520;
+  // halite's: where the cluster's membership lives. "files": cluster_peers (by address) and
+  // CURVE keys in cluster_pki_dir/peers. "etcd": members register in etcd (docs/cluster.md,
+  // "etcd membership"); cluster_peers is not read and ids are names.
+  std::string cluster_backend = "files";
+  std::vector<std::string> etcd_endpoints;  // "http://<IP>:2379"; https is not supported yet
+  std::string etcd_prefix = "/halite/";     // starts and ends with '/'
+  // TLS client options: read so that --check can say they are not supported yet.
+  std::string etcd_cert;
+  std::string etcd_key;
+  std::string etcd_cacert;
 
   // --- halite's own. ---
   std::uint16_t health_port = 4510;                     // 0: disabled

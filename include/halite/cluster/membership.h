@@ -1,0 +1,81 @@
+// Cluster membership: who the masters of a cluster are, live. One backend today: etcd
+// (cluster_backend: etcd); the `files` backend is still the static cluster_peers list read
+// by the daemon.
+//
+// etcd: each master registers `<prefix>members/<name>` under a lease (ttl, renewed every
+// ttl/3) holding its MemberRecord as JSON; one "membership" thread renews the lease, re-reads
+// the member list every `poll_interval` and tells the listener who joined, changed or left.
+// A master that stops revokes its lease (it leaves at once); one that is killed leaves when
+// its lease expires. While etcd cannot be reached the last known list stays as it is (peer
+// links are not cut) and problem() says why; one log line per change of state.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "halite/cluster/etcd_client.h"
+#include "halite/common/result.h"
+
+namespace halite::cluster {
+
+struct MemberRecord {
+  std::string name;     // the master's id
+  std::string address;  // where its ports listen (an IP literal)
+  std::uint16_t peer_port = 0;
+  std::uint16_t publish_port = 0;
+  std::uint16_t ret_port = 0;
+  std::uint16_t health_port = 0;
+  std::string curve_public_key;  // z85, for the peer channel
+  std::string version;
+  std::int64_t started = 0;  // unix seconds
+  bool operator==(const MemberRecord&) const = default;
+};
+
+std::string MemberRecordToJson(const MemberRecord& record);
+// InvalidArgument on anything but a record with a valid name, address and curve key.
+Result<MemberRecord> MemberRecordFromJson(const std::string& text);
+
+class Membership {
+ public:
+  // Called on the membership thread: `changed` joined or changed their record, `left` are
+  // names. Never includes this master. Must not block for long.
+  using Listener = std::function<void(const std::vector<MemberRecord>& changed,
+                                      const std::vector<std::string>& left)>;
+  virtual ~Membership() = default;
+  // Starts registering and watching (the first attempt is made before it returns, so a
+  // failure is logged at once); never fails because etcd is down: it keeps trying.
+  virtual Status Start(Listener listener) = 0;
+  // Deregisters (revokes the lease, bounded by the client's timeout) and joins the thread.
+  virtual void Stop() = 0;
+  // The members last seen, this master included once registered; sorted by name.
+  virtual std::vector<MemberRecord> Members() const = 0;
+  // Empty while the backend answers; otherwise why not.
+  virtual std::string problem() const = 0;
+};
+
+struct EtcdMembershipOptions {
+  MemberRecord self;
+  std::string prefix = "/halite/";  // members live under <prefix>members/
+  std::chrono::seconds ttl{10};
+  std::chrono::milliseconds poll_interval{1000};
+};
+
+std::unique_ptr<Membership> MakeEtcdMembership(EtcdMembershipOptions options,
+                                               std::unique_ptr<EtcdClient> client);
+
+}  // namespace halite::cluster
+
+namespace halite::cluster {
+
+class PeerChannel;
+
+// A Membership::Listener that opens and closes `channel`'s links as members join and leave
+// (the peer channel of a member at tcp://<address>:<peer_port>, with its record's CURVE key).
+// `channel` must outlive the membership's thread.
+Membership::Listener PeerLinksFollowing(PeerChannel& channel);
+
+}  // namespace halite::cluster

@@ -1,0 +1,257 @@
+// Membership on etcd: a lease, a member record under it, and a poll of the member list, all
+// on one "membership" thread that owns the EtcdClient.
+#include <arpa/inet.h>
+#include <pthread.h>
+#include <spdlog/spdlog.h>
+
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <thread>
+
+#include "halite/cluster/curve_keys.h"
+#include "halite/cluster/membership.h"
+#include "halite/cluster/peer_channel.h"
+#include "halite/cluster/shared_state.h"
+
+namespace halite::cluster {
+
+using nlohmann::json;
+
+namespace {
+
+bool IsIp(const std::string& text) {
+  in_addr v4{};
+  in6_addr v6{};
+  return inet_pton(AF_INET, text.c_str(), &v4) == 1 || inet_pton(AF_INET6, text.c_str(), &v6) == 1;
+}
+
+class EtcdMembership final : public Membership {
+ public:
+  EtcdMembership(EtcdMembershipOptions options, std::unique_ptr<EtcdClient> client)
+      : options_(std::move(options)),
+        client_(std::move(client)),
+        key_prefix_(options_.prefix + "members/") {}
+  ~EtcdMembership() override { Stop(); }
+
+  Status Start(Listener listener) override {
+    if (thread_.joinable()) return Error::FailedPrecondition("membership started twice");
+    listener_ = std::move(listener);
+    Round();
+    thread_ = std::thread([this] { Run(); });
+    return OkStatus();
+  }
+
+  void Stop() override {
+    if (!thread_.joinable()) return;
+    {
+      std::lock_guard lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+    if (lease_ != 0) {
+      if (auto st = client_->Revoke(lease_); !st.ok()) {
+        spdlog::warn("membership: cannot deregister {} (it leaves when its lease expires): {}",
+                     options_.self.name, st.error().ToString());
+      } else {
+        spdlog::info("membership: {} deregistered", options_.self.name);
+      }
+      lease_ = 0;
+    }
+  }
+
+  std::vector<MemberRecord> Members() const override {
+    std::lock_guard lock(mu_);
+    std::vector<MemberRecord> out;
+    for (const auto& [name, record] : members_) out.push_back(record);
+    return out;
+  }
+
+  std::string problem() const override {
+    std::lock_guard lock(mu_);
+    return problem_;
+  }
+
+ private:
+  void Run() {
+    pthread_setname_np(pthread_self(), "membership");
+    for (;;) {
+      {
+        std::unique_lock lock(mu_);
+        if (cv_.wait_for(lock, options_.poll_interval, [this] { return stop_; })) return;
+      }
+      Round();
+    }
+  }
+
+  // One registration/renewal step and one read of the list.
+  void Round() {
+    Status st = Register();
+    if (st.ok()) st = Refresh();
+    SetProblem(st.ok() ? "" : st.error().message);
+  }
+
+  Status Register() {
+    const auto now = std::chrono::steady_clock::now();
+    if (lease_ != 0 && now - renewed_ < options_.ttl / 3) return OkStatus();
+    if (lease_ != 0) {
+      auto ttl = client_->KeepAlive(lease_);
+      if (ttl.ok()) {
+        renewed_ = now;
+        return OkStatus();
+      }
+      if (ttl.error().code != ErrorCode::kNotFound) return ttl.error();
+      spdlog::warn(
+          "membership: the lease of {} expired (etcd was away too long); registering again",
+          options_.self.name);
+      lease_ = 0;
+    }
+    HALITE_ASSIGN_OR_RETURN(std::int64_t lease, client_->GrantLease(options_.ttl));
+    HALITE_RETURN_IF_ERROR(
+        client_->Put(key_prefix_ + options_.self.name, MemberRecordToJson(options_.self), lease));
+    lease_ = lease;
+    renewed_ = now;
+    spdlog::info("membership: {} registered at {}{} (lease ttl {} s)", options_.self.name,
+                 key_prefix_, options_.self.name, options_.ttl.count());
+    return OkStatus();
+  }
+
+  Status Refresh() {
+    HALITE_ASSIGN_OR_RETURN(std::vector<EtcdKeyValue> kvs, client_->RangePrefix(key_prefix_));
+    std::map<std::string, MemberRecord> now;
+    for (const EtcdKeyValue& kv : kvs) {
+      auto record = MemberRecordFromJson(kv.value);
+      const std::string name = kv.key.substr(key_prefix_.size());
+      if (!record.ok() || record->name != name) {
+        if (bad_keys_.insert(kv.key).second) {
+          spdlog::warn("membership: ignoring {}: {}", kv.key,
+                       record.ok() ? "its name differs from its key" : record.error().message);
+        }
+        continue;
+      }
+      now.emplace(name, std::move(*record));
+    }
+    std::vector<MemberRecord> changed;
+    std::vector<std::string> left;
+    std::map<std::string, MemberRecord> before;
+    {
+      std::lock_guard lock(mu_);
+      before = members_;
+      members_ = now;
+    }
+    for (const auto& [name, record] : now) {
+      if (name == options_.self.name) continue;
+      auto it = before.find(name);
+      if (it == before.end() || !(it->second == record)) {
+        spdlog::info("membership: {} {} ({}:{})", name, it == before.end() ? "joined" : "changed",
+                     record.address, record.peer_port);
+        changed.push_back(record);
+      }
+    }
+    for (const auto& [name, record] : before) {
+      if (name == options_.self.name || now.count(name) != 0) continue;
+      spdlog::info("membership: {} left", name);
+      left.push_back(name);
+    }
+    if ((!changed.empty() || !left.empty()) && listener_) listener_(changed, left);
+    return OkStatus();
+  }
+
+  void SetProblem(const std::string& problem) {
+    std::lock_guard lock(mu_);
+    if (problem == problem_) return;
+    if (problem.empty()) {
+      spdlog::info("membership: etcd answers again");
+    } else {
+      spdlog::error("membership: {} (the last known member list stays in use)", problem);
+    }
+    problem_ = problem;
+  }
+
+  const EtcdMembershipOptions options_;
+  const std::unique_ptr<EtcdClient> client_;  // the membership thread's (Start/Stop: caller's)
+  const std::string key_prefix_;
+  Listener listener_;
+  std::thread thread_;
+  std::int64_t lease_ = 0;
+  std::chrono::steady_clock::time_point renewed_;
+  std::set<std::string> bad_keys_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::map<std::string, MemberRecord> members_;
+  std::string problem_;
+};
+
+}  // namespace
+
+std::string MemberRecordToJson(const MemberRecord& r) {
+  return json{{"name", r.name},
+              {"address", r.address},
+              {"peer_port", r.peer_port},
+              {"publish_port", r.publish_port},
+              {"ret_port", r.ret_port},
+              {"health_port", r.health_port},
+              {"curve_public_key", r.curve_public_key},
+              {"version", r.version},
+              {"started", r.started}}
+      .dump();
+}
+
+Result<MemberRecord> MemberRecordFromJson(const std::string& text) {
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return Error::InvalidArgument("member record is not a JSON object");
+  MemberRecord r;
+  auto str = [&](const char* key, std::string& out) {
+    if (j.contains(key) && j[key].is_string()) out = j[key].get<std::string>();
+  };
+  auto port = [&](const char* key, std::uint16_t& out) {
+    if (j.contains(key) && j[key].is_number_unsigned() && j[key].get<std::uint64_t>() <= 65535) {
+      out = static_cast<std::uint16_t>(j[key].get<std::uint64_t>());
+    }
+  };
+  str("name", r.name);
+  str("address", r.address);
+  str("curve_public_key", r.curve_public_key);
+  str("version", r.version);
+  port("peer_port", r.peer_port);
+  port("publish_port", r.publish_port);
+  port("ret_port", r.ret_port);
+  port("health_port", r.health_port);
+  if (j.contains("started") && j["started"].is_number_integer()) {
+    r.started = j["started"].get<std::int64_t>();
+  }
+  if (!IsValidPeerId(r.name)) return Error::InvalidArgument("member record: bad name");
+  if (!IsIp(r.address)) return Error::InvalidArgument("member record: address is not an IP");
+  if (r.peer_port == 0) return Error::InvalidArgument("member record: no peer_port");
+  if (!ParseCurvePublicKey(r.curve_public_key).ok()) {
+    return Error::InvalidArgument("member record: curve_public_key is not a z85 CURVE key");
+  }
+  return r;
+}
+
+std::unique_ptr<Membership> MakeEtcdMembership(EtcdMembershipOptions options,
+                                               std::unique_ptr<EtcdClient> client) {
+  return std::make_unique<EtcdMembership>(std::move(options), std::move(client));
+}
+
+}  // namespace halite::cluster
+
+namespace halite::cluster {
+
+Membership::Listener PeerLinksFollowing(PeerChannel& channel) {
+  return
+      [&channel](const std::vector<MemberRecord>& changed, const std::vector<std::string>& left) {
+        for (const std::string& name : left) channel.RemovePeer(name);
+        for (const MemberRecord& member : changed) {
+          channel.AddPeer({member.name, TcpEndpoint(member.address, member.peer_port)},
+                          member.curve_public_key);
+        }
+      };
+}
+
+}  // namespace halite::cluster
