@@ -48,7 +48,11 @@ Result<RunnerResult> Grains(RunnerEnv& env, const BoundArgs& a) {
   HALITE_ASSIGN_OR_RETURN(Targeted t, Resolve(env, a));
   Value out = Value::EmptyMap();
   for (const auto& id : t.minions) {
-    if (auto grains = t.data->Grains(id)) out.Set(id, std::move(*grains));
+    if (auto grains = t.data->Grains(id)) {
+      out.Set(id, std::move(*grains));
+    } else if (t.data->Pillar(id)) {
+      out.Set(id, Value::EmptyMap());  // cached data without grains (cache.clear_grains)
+    }
   }
   return RunnerResult{std::move(out), ""};
 }
