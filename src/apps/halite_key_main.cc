@@ -170,7 +170,8 @@ void FireKeyEvents(const halite::config::MasterConfig& cfg,
   }
 }
 
-// salt-key --gen-keys: NAME.pem (PKCS#1, 0400) and NAME.pub (SPKI) in `dir`, made if missing;
+// salt-key --gen-keys: NAME.pem (PKCS#1, 0400) and NAME.pub (SPKI) in `dir`, made if missing,
+// and the fingerprint of NAME.pub printed as salt-key prints it;
 // an existing NAME.pem is kept, as Salt keeps it. The .pub gets salt-key's mode (0666 less the
 // umask) rather than the 0600 halite's own key pairs get.
 int GenKeys(const std::string& name, const std::filesystem::path& dir, int keysize) {
@@ -186,6 +187,15 @@ int GenKeys(const std::string& name, const std::filesystem::path& dir, int keysi
     ::umask(mask);
     ::chmod((dir / (name + ".pub")).c_str(), 0666 & ~mask);
   }
+  // What salt-key prints: the new (or kept) public key's fingerprint as {"return": ...}.
+  auto pub = halite::keys::ReadPublicKeyText(dir, name);
+  auto finger =
+      pub.ok() ? halite::keys::Fingerprint(*pub) : halite::Result<std::string>(pub.error());
+  if (!finger.ok()) {
+    std::cerr << "halite-key: " << finger.error().message << "\n";
+    return 1;
+  }
+  std::cout << "return:\n    " << *finger << "\n";
   return 0;
 }
 
