@@ -12,6 +12,7 @@
 #include <zmq.hpp>
 
 #include "file_modes.h"
+#include "halite/client/local_client.h"
 #include "halite/keys/key_admin.h"
 #include "halite/master/minion_data.h"
 #include "halite/version.h"
@@ -322,6 +323,20 @@ TEST_F(RunnerTest, PresenceAndKeyEventsReachTheEventBus) {
   auto lost = watch.Next("salt/presence/change", 30s);
   ASSERT_TRUE(lost);
   EXPECT_EQ(lost->second, Json({{"new", Json::array()}, {"lost", {"m001"}}}));
+
+  // A malformed key event is refused with a message and fires nothing (the list below must
+  // start with halite-key's first event).
+  auto client = client::LocalClient::Connect(
+      {(master_.dir() / "sock").string(), (master_.dir() / "cache").string(), 10000ms});
+  ASSERT_TRUE(client.ok()) << client.error().message;
+  auto refused = (*client)->Call(wire::Value::MapOf(
+      {{"cmd", "_halite_key_event"},
+       {"events", wire::Value(wire::Array{wire::Value::MapOf(
+                      {{"id", "../etc"}, {"act", "accept"}, {"result", true}})})}}));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("each event needs id (a valid minion id)"),
+            std::string::npos)
+      << refused.error().message;
 
   // salt/key, as capture.sh made stock salt-key fire them (a pending key accepted, rejected
   // from accepted, deleted).
