@@ -318,6 +318,40 @@ TEST_F(RunnerTest, PresenceAndKeyEventsReachTheEventBus) {
   auto ips = Run({"--out", "json", "manage.alived", "show_ip=True"});
   EXPECT_EQ(Json::parse(ips.out, nullptr, false), Json({{"m001", ""}})) << ips.out << ips.err;
 
+  // jobs.active: a job m001 still runs (it waits for a gate file), with its pid, as Salt's
+  // runner shows one (saltutil.running on the minions, returns from the job cache).
+  const auto gate = tmp_.path() / "gate";
+  auto async = master_.Cli("halite", {"--async", "m001", "cmd.run",
+                                      "while [ ! -e " + gate.string() + " ]; do sleep 0.1; done"});
+  ASSERT_EQ(async.exit_code, 0) << async.out << async.err;
+  const std::string prefix = "Executed command with job ID: ";
+  ASSERT_EQ(async.out.rfind(prefix, 0), 0u) << async.out;
+  const std::string jid = async.out.substr(prefix.size(), 20);
+  Json active;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto r = Run({"--out", "json", "jobs.active"});
+        active = Json::parse(r.out, nullptr, false);
+        return active.is_object() && active.contains(jid);
+      },
+      30s))
+      << active.dump();
+  const Json& job = active[jid];
+  EXPECT_EQ(job["Function"], "cmd.run");
+  EXPECT_EQ(job["Target"], "m001");
+  EXPECT_EQ(job["Target-type"], "glob");
+  EXPECT_EQ(job["Returned"], Json::array());
+  ASSERT_EQ(job["Running"].size(), 1u) << job.dump();
+  EXPECT_TRUE(job["Running"][0]["m001"].is_number_integer()) << job.dump();
+  for (const char* key : {"Arguments", "User", "StartTime"}) EXPECT_TRUE(job.contains(key));
+  WriteFile(gate, "");
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        auto r = Run({"--out", "json", "jobs.lookup_jid", jid});
+        return Json::parse(r.out, nullptr, false).contains("m001");
+      },
+      30s));
+
   // Presence is what talks to the master: m001 idle for two loop_intervals is lost, as the
   // stopped minion would be (docs/cli.md "Presence").
   auto lost = watch.Next("salt/presence/change", 30s);
