@@ -56,8 +56,7 @@ void AddClusterRunners(RunnerTable& table) {
                HALITE_ASSIGN_OR_RETURN(
                    Value status,
                    internal::AskMaster(env, Value::MapOf({{"cmd", "_halite_cluster_status"}})));
-               std::string id = status.FindStr("id") ? *status.FindStr("id") : "master";
-               return RunnerResult{Value::MapOf({{id, std::move(status)}}), ""};
+               return RunnerResult{std::move(status), ""};
              }});
   table.Add({"cluster.haproxy_config",
              {{"bind", kNone}, {"maxconn", kNone}, {"stats_socket", kNone}},
