@@ -2,6 +2,8 @@
 // salt-key's flags. Works on the files directly, so it needs no running master.
 //   -L / -l STATE | -a GLOB | -A | -r GLOB | -R | -d GLOB | -D | -f GLOB | -F  [--yes]
 //   [--out json]; GLOB is a glob or a comma-separated list of globs, as salt-key takes.
+//   --gen-keys NAME [--gen-keys-dir DIR] [--keysize N]: a key pair in DIR, as salt-key makes it.
+// Every accept, reject and delete fires salt-key's salt/key event on the master's bus.
 #include <grp.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -12,9 +14,11 @@
 #include <map>
 
 #include "cli_common.h"
+#include "halite/client/local_client.h"
 #include "halite/client/output.h"
 #include "halite/keys/fs_key_store.h"
 #include "halite/keys/key_admin.h"
+#include "halite/keys/master_keys.h"
 #include "halite/version.h"
 #include "halite/wire/glob.h"
 
@@ -97,6 +101,11 @@ void Usage(std::ostream& os) {
         "  --include-denied        -a and -r also take denied keys\n"
         "  --include-all           all of the above that apply\n"
         "  -y, --yes               do not ask for confirmation\n"
+        "  --rotate-aes-key BOOL   False: deleting or rejecting keys does not rotate the AES\n"
+        "                          key (default: the config's rotate_aes_key)\n"
+        "  --gen-keys NAME         write the key pair NAME.pem / NAME.pub\n"
+        "  --gen-keys-dir DIR      where --gen-keys writes (default: .)\n"
+        "  --keysize N             bits of the --gen-keys key, 2048 to 32768 (default 2048)\n"
         "Run as root on a key directory another user owns (the packaged master runs as\n"
         "halite), halite-key acts as that user, so the master can read the keys it writes.\n";
 }
@@ -132,6 +141,64 @@ std::optional<KeyState> ParseState(const std::string& s) {
   return std::nullopt;
 }
 
+// salt-key's salt/key events ({"result", "act", "id"}). halite-key edits the key files
+// itself and the event bus belongs to the master, so the events go to the master over its
+// request socket (`_halite_key_event`), which fires them locally and to its cluster peers.
+// Without a running master nothing can see them; say so instead of waiting.
+void FireKeyEvents(const halite::config::MasterConfig& cfg,
+                   const std::vector<std::pair<std::string, std::string>>& changes) {
+  if (changes.empty()) return;
+  std::error_code ec;
+  if (!std::filesystem::exists(std::filesystem::path(cfg.sock_dir) / "halite_req.ipc", ec)) {
+    std::cerr << "halite-key: no salt/key events fired: the master is not running (no "
+              << cfg.sock_dir << "/halite_req.ipc)\n";
+    return;
+  }
+  auto client = halite::client::LocalClient::Connect(
+      {cfg.sock_dir, cfg.cachedir, std::chrono::milliseconds(3000)});
+  halite::wire::Array events;
+  for (const auto& [id, act] : changes) {
+    events.push_back(halite::wire::Value::MapOf({{"result", true}, {"act", act}, {"id", id}}));
+  }
+  auto fired =
+      client.ok()
+          ? (*client)->Call(halite::wire::Value::MapOf(
+                {{"cmd", "_halite_key_event"}, {"events", halite::wire::Value(std::move(events))}}))
+          : halite::Result<halite::wire::Value>(client.error());
+  if (!fired.ok()) {
+    std::cerr << "halite-key: no salt/key events fired: " << fired.error().message << "\n";
+  }
+}
+
+// salt-key --gen-keys: NAME.pem (PKCS#1, 0400) and NAME.pub (SPKI) in `dir`, made if missing,
+// and the fingerprint of NAME.pub printed as salt-key prints it;
+// an existing NAME.pem is kept, as Salt keeps it. The .pub gets salt-key's mode (0666 less the
+// umask) rather than the 0600 halite's own key pairs get.
+int GenKeys(const std::string& name, const std::filesystem::path& dir, int keysize) {
+  std::error_code ec;
+  const bool existed = std::filesystem::exists(dir / (name + ".pem"), ec);
+  auto key = halite::keys::LoadOrCreateKeyPair(dir, name, keysize);
+  if (!key.ok()) {
+    std::cerr << "halite-key: " << key.error().message << "\n";
+    return 1;
+  }
+  if (!existed) {
+    const mode_t mask = ::umask(0);
+    ::umask(mask);
+    ::chmod((dir / (name + ".pub")).c_str(), 0666 & ~mask);
+  }
+  // What salt-key prints: the new (or kept) public key's fingerprint as {"return": ...}.
+  auto pub = halite::keys::ReadPublicKeyText(dir, name);
+  auto finger =
+      pub.ok() ? halite::keys::Fingerprint(*pub) : halite::Result<std::string>(pub.error());
+  if (!finger.ok()) {
+    std::cerr << "halite-key: " << finger.error().message << "\n";
+    return 1;
+  }
+  std::cout << "return:\n    " << *finger << "\n";
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -141,6 +208,9 @@ int main(int argc, char** argv) {
   bool yes = false;
   bool json = false;
   bool include_rejected = false, include_accepted = false, include_denied = false;
+  std::optional<bool> rotate_aes;
+  std::string gen_keys, gen_keys_dir = ".";
+  int keysize = 2048;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto need = [&]() -> std::string {
@@ -164,6 +234,32 @@ int main(int argc, char** argv) {
       include_accepted = true;
     } else if (a == "--include-denied") {
       include_denied = true;
+    } else if (a == "--gen-keys" || a.rfind("--gen-keys=", 0) == 0) {
+      gen_keys = a == "--gen-keys" ? need() : a.substr(11);
+    } else if (a == "--gen-keys-dir" || a.rfind("--gen-keys-dir=", 0) == 0) {
+      gen_keys_dir = a == "--gen-keys-dir" ? need() : a.substr(15);
+    } else if (a == "--keysize" || a.rfind("--keysize=", 0) == 0) {
+      std::string n = a == "--keysize" ? need() : a.substr(10);
+      char* end = nullptr;
+      long bits = std::strtol(n.c_str(), &end, 10);
+      if (n.empty() || *end != '\0') {
+        std::cerr << "halite-key: error: option --keysize: invalid integer value: '" << n << "'\n";
+        return 64;
+      }
+      if (bits < 2048 || bits > 32768) {
+        std::cerr << "halite-key: error: The " << (bits < 2048 ? "minimum" : "maximum")
+                  << " value for keysize is " << (bits < 2048 ? 2048 : 32768) << "\n";
+        return 64;
+      }
+      keysize = static_cast<int>(bits);
+    } else if (a == "--rotate-aes-key" || a.rfind("--rotate-aes-key=", 0) == 0) {
+      std::string v = a == "--rotate-aes-key" ? need() : a.substr(17);
+      for (auto& ch : v) ch = static_cast<char>(std::tolower(ch));
+      if (v != "true" && v != "false") {
+        std::cerr << "halite-key: error: --rotate-aes-key takes True or False, not '" << v << "'\n";
+        return 64;
+      }
+      rotate_aes = v == "true";
     } else if (a == "--include-all") {
       include_rejected = include_accepted = include_denied = true;
     } else if (a == "-L" || a == "--list-all" || a == "-A" || a == "--accept-all" || a == "-R" ||
@@ -187,9 +283,18 @@ int main(int argc, char** argv) {
       return 64;
     }
   }
+  if (!gen_keys.empty()) {
+    // Salt's --gen-keys needs no config: the pair goes to --gen-keys-dir.
+    if (gen_keys.find('/') != std::string::npos || gen_keys == "." || gen_keys == "..") {
+      std::cerr << "halite-key: --gen-keys takes a file name, not a path: '" << gen_keys << "'\n";
+      return 64;
+    }
+    return GenKeys(gen_keys, gen_keys_dir, keysize);
+  }
   if (action.empty()) action = "-L";
   auto cfg = halite::apps::LoadConfigOrComplain("halite-key", config_path);
   if (!cfg) return 78;
+  if (rotate_aes) cfg->rotate_aes_key = *rotate_aes;
   std::filesystem::path pki =
       cfg->cluster_id.empty() || cfg->cluster_pki_dir.empty() ? cfg->pki_dir : cfg->cluster_pki_dir;
   if (!ActAsOwnerOf(pki)) return 1;
@@ -255,6 +360,7 @@ int main(int argc, char** argv) {
       std::cerr << "halite-key: cannot request an AES rotation: " << st.error().message << "\n";
   };
   int rc = 0;
+  std::vector<std::pair<std::string, std::string>> changes;  // (id, salt/key act)
   // salt-key's accept/reject/delete: the keys to act on by state, "The following keys are going
   // to be ...ed:" with them (as JSON with --out json), the prompt, then one line per key.
   // `statuses` names the states searched, for the no-match message.
@@ -292,6 +398,10 @@ int main(int argc, char** argv) {
         } else {
           std::cout << "Key for minion " << id << " " << verb << ".\n";
           done[state].emplace_back(id, "");
+          const std::string v = verb;
+          changes.emplace_back(id, v == "accepted"   ? "accept"
+                                   : v == "rejected" ? "reject"
+                                                     : "delete");
         }
       }
     }
@@ -344,5 +454,6 @@ int main(int argc, char** argv) {
   } else if (action == "-p" || action == "-P") {
     PrintGrouped(group(kAll, false, read_text(false)), true, json);
   }
+  FireKeyEvents(*cfg, changes);
   return rc;
 }

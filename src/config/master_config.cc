@@ -330,11 +330,6 @@ void WarnNotImplemented(YamlMapReader& r, const MasterConfig& c) {
         "zmq_filtering: not supported: True is not implemented: every publish goes to every "
         "minion, which matches the target itself (as with False)");
   }
-  if (c.presence_events) {
-    r.AddWarning(
-        "presence_events: not supported: True is not implemented yet: no salt/presence events "
-        "are fired");
-  }
   if (c.user != "root") {
     r.AddWarning(
         "user: not supported: halite-master does not switch users; it runs as the user that "

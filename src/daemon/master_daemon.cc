@@ -57,6 +57,8 @@ struct MasterDaemon::Impl {
   std::unique_ptr<master::ReplayGuard> replay;
   std::unique_ptr<master::EventRateLimiter> event_limits;
   master::RecentJobs recent_jobs{64};
+  master::Presence presence;
+  master::PresenceReporter presence_reporter;  // the maintenance (main) thread only
   MasterContext ctx;
 
   zmq::context_t zmq_context;
@@ -709,6 +711,7 @@ Result<std::unique_ptr<MasterDaemon>> MasterDaemon::Create(config::MasterConfig 
                                                                   cfg.minion_events_burst);
   ctx.event_limits = impl->event_limits.get();
   ctx.recent_jobs = &impl->recent_jobs;
+  ctx.presence = &impl->presence;
 
   master::RequestServerOptions req_options;
   const std::string req_ipc = (sock_dir / "halite_req.ipc").string();
@@ -769,6 +772,10 @@ void MasterDaemon::RunUntilStopped() {
     }
     if (std::chrono::steady_clock::now() >= next) {
       next = std::chrono::steady_clock::now() + interval;
+      // Salt's handle_presence: cheap (a lock and two set differences), so on this thread.
+      if (impl.config.presence_events) {
+        impl.presence_reporter.Tick(impl.presence, *impl.publisher, 2 * interval);
+      }
       // Maintenance: job retention and the rotation drop file (salt-wire 5.1, 9.5).
       impl.workers->Post([&impl] {
         // keep_jobs_seconds can change on SIGHUP: read it from the live config.

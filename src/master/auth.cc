@@ -200,6 +200,7 @@ void HandleAuth(MasterContext& ctx, const wire::Value& load, int version,
           return;
         }
         c->counters->auth_accepted++;
+        if (c->presence) c->presence->Seen(id);
         spdlog::debug("auth of {}: accepted", id);
         FireAuthEvent(*c, id, &pub, true, act);
         reply(bytes);

@@ -171,6 +171,13 @@ void LookupJid(MasterContext& ctx, const wire::Value& load,
   auto returns = ctx.job_cache->LoadReturns(*jid);
   if (!returns.ok()) {
     if (returns.error().code == ErrorCode::kNotFound && !job.ok()) {
+      // missing_ok (the jobs runners): an unknown jid is a job with nothing stored, as Salt's
+      // returners answer; otherwise an error.
+      if (const wire::Value* ok = load.Find("missing_ok"); ok && ok->Truthy()) {
+        out.Set("returns", wire::Value::EmptyMap());
+        reply(ClearReply(std::move(out)));
+        return;
+      }
       reply(ClearError("jid " + *jid + " does not exist"));
       return;
     }
@@ -205,6 +212,50 @@ void ListJobs(MasterContext& ctx, std::function<void(std::string)> reply) {
   reply(ClearReply(wire::Value::MapOf({{"jobs", std::move(out)}})));
 }
 
+// salt-key's salt/key events, fired for halite-key: it edits the pki dir itself and has no
+// event bus of its own, so it hands its changes to the master it runs beside (cli.md).
+void KeyEvents(MasterContext& ctx, const wire::Value& load,
+               std::function<void(std::string)> reply) {
+  constexpr std::size_t kMaxEvents = 100000;
+  const wire::Value* events = load.Find("events");
+  if (!events || !events->array() || events->array()->size() > kMaxEvents) {
+    reply(ClearError("_halite_key_event needs a list of at most 100000 events"));
+    return;
+  }
+  for (const wire::Value& e : *events->array()) {
+    const std::string* id = e.FindStr("id");
+    const std::string* act = e.FindStr("act");
+    const wire::Value* result = e.Find("result");
+    if (!id || !keys::ValidMinionId(*id) || !act ||
+        (*act != "accept" && *act != "reject" && *act != "delete") || !result ||
+        !result->is_bool()) {
+      spdlog::warn("_halite_key_event: refused a malformed event: {}", e.ToJson());
+      reply(
+          ClearError("each event needs id (a valid minion id), act (accept, reject or "
+                     "delete) and result (a bool)"));
+      return;
+    }
+  }
+  for (const wire::Value& e : *events->array()) {
+    ctx.events->Fire("salt/key", wire::Value::MapOf({{"result", *e.Find("result")},
+                                                     {"act", *e.FindStr("act")},
+                                                     {"id", *e.FindStr("id")}}));
+  }
+  reply(ClearReply(wire::Value::MapOf({{"fired", events->array()->size()}})));
+}
+
+// manage.present and friends: the minions presence.h counts as present, {id: ""} (no
+// address: presence is by identity, not by connection).
+void PresenceList(MasterContext& ctx, std::function<void(std::string)> reply) {
+  wire::Value present = wire::Value::EmptyMap();
+  if (ctx.presence) {
+    for (const auto& id : ctx.presence->Present(2 * ctx.config->loop_interval)) {
+      present.Set(id, "");
+    }
+  }
+  reply(ClearReply(wire::Value::MapOf({{"present", std::move(present)}})));
+}
+
 }  // namespace
 
 void HandleClear(MasterContext& ctx, const std::string& cmd, wire::Value load,
@@ -221,6 +272,8 @@ void HandleClear(MasterContext& ctx, const std::string& cmd, wire::Value load,
     }
     if (cmd == "_halite_lookup_jid") return LookupJid(ctx, load, std::move(reply));
     if (cmd == "_halite_list_jobs") return ListJobs(ctx, std::move(reply));
+    if (cmd == "_halite_key_event") return KeyEvents(ctx, load, std::move(reply));
+    if (cmd == "_halite_presence") return PresenceList(ctx, std::move(reply));
     if (cmd == "_halite_probe") {
       // Lets a client prove its event subscription is live before it publishes.
       const std::string* nonce = load.FindStr("nonce");

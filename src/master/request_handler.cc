@@ -262,6 +262,10 @@ void HandleRequest(MasterContext& ctx, std::string body, std::function<void(std:
     reply(wire::Pack(wire::Value(std::move(ct))));
   };
   ctx.counters->CountRequest(command.empty() ? "other" : command);
+  // Only an id its token proved counts as seen (presence.h).
+  if (ctx.presence && !req.id.empty() && (version > 2 || !tok.is_nil())) {
+    ctx.presence->Seen(req.id);
+  }
   DispatchAes(ctx, command, std::move(req));
 }
 

@@ -291,6 +291,9 @@ FunctionTable BuiltinFunctions() {
   t.Add("grains.get", RunOn::kLoop, GrainsGet);
   t.Add("sys.list_functions", RunOn::kLoop, ListFunctions);
   t.Add("saltutil.find_job", RunOn::kLoop, FindJob);
+  t.Add("saltutil.running", RunOn::kLoop, [](const JobCall&, const JobContext& ctx) {
+    return Ok(ctx.running ? ctx.running() : Value::EmptyArray());
+  });
   return t;
 }
 

@@ -277,6 +277,13 @@ void Minion::StartJob(Value load, std::string jid) {
     ctx.deadline = deadline;
     ctx.cancelled = job.cancelled.get();
     ctx.find_job = [this](std::string_view j) { return FindJobInfo(j); };
+    ctx.running = [this, &jid] {
+      wire::Array running;
+      for (const RunningJob& other : jobs_) {
+        if (other.jid != jid) running.push_back(FindJobInfo(other.jid));
+      }
+      return Value(std::move(running));
+    };
     CompleteJob(jid, entry->fn(call, ctx));
     return;
   }

@@ -111,7 +111,7 @@ TEST_F(CliTest, OutcomesOfJobsRunnersAndKeyActionsHaveTheirExitCodes) {
   // halite-run: an unknown runner and a lookup without a jid are usage errors; a known one is 0.
   auto unknown = master_.Cli("halite-run", {"no.such_runner"});
   EXPECT_EQ(unknown.exit_code, 64) << unknown.err;
-  EXPECT_NE(unknown.err.find("unknown function 'no.such_runner'"), std::string::npos);
+  EXPECT_NE(unknown.err.find("'no.such_runner' is not available."), std::string::npos);
   auto lookup = master_.Cli("halite-run", {"jobs.lookup_jid"});
   EXPECT_EQ(lookup.exit_code, 64) << lookup.err;
   auto jobs = master_.Cli("halite-run", {"--out", "json", "jobs.list_jobs"});

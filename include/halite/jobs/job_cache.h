@@ -45,7 +45,8 @@ struct JobSummary {
   std::string jid;
   wire::Value function;     // "fun" (a list for a multi-function job), or "unknown-function"
   wire::Value arguments;    // "arg", or an empty array
-  std::string target;       // "tgt" (a list is joined with ','), or "unknown-target"
+  wire::Value target;       // "tgt" as saved (a string, or a list for tgt_type list), or
+                            // "unknown-target"
   std::string target_type;  // "tgt_type", or "list"
   std::string user;         // "user", or "root"
   std::string start_time;   // "2025, Jan 01 12:00:00.123456" from the jid; empty if not a jid

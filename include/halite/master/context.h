@@ -18,6 +18,7 @@
 #include "halite/master/keyring.h"
 #include "halite/master/minion_data.h"
 #include "halite/master/minion_keys.h"
+#include "halite/master/presence.h"
 #include "halite/master/request_limits.h"
 #include "halite/master/services.h"
 #include "halite/wire/rsa.h"
@@ -111,6 +112,7 @@ struct MasterContext {
   ReplayGuard* replay = nullptr;             // null: no nonce memory
   EventRateLimiter* event_limits = nullptr;  // null: no per-minion event limit
   RecentJobs* recent_jobs = nullptr;         // null: every return reads its job
+  Presence* presence = nullptr;              // null: no presence tracking
   // Cluster mode: a snapshot of the peer links for cluster.status; empty otherwise.
   std::function<wire::Value()> cluster_status;
 };

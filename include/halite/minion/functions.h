@@ -40,6 +40,8 @@ struct JobContext {
   const std::atomic<bool>* cancelled = nullptr;  // set when the job timed out or the minion stops
   // kLoop functions only: the publish load (+ pid) of a running job, or an empty map.
   std::function<wire::Value(std::string_view jid)> find_job;
+  // kLoop functions only: find_job's data for every other running job (saltutil.running).
+  std::function<wire::Value()> running;
 };
 
 struct FunctionResult {
