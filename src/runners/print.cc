@@ -55,6 +55,11 @@ std::string FormatRunnerValue(const wire::Value& value, client::OutputFormat for
   using client::OutputFormat;
   if (format == OutputFormat::kJson) return client::ToPrettyJson(value) + "\n";
   const wire::Value v = format == OutputFormat::kNested ? SortedMaps(value) : value;
+  if (format != OutputFormat::kNested && format != OutputFormat::kYaml &&
+      format != OutputFormat::kTxt) {
+    // raw, pprint, newline_values_only, highstate: the outputter takes the whole value.
+    return client::DisplayOutput(v, format, client::OutputOptions{});
+  }
   if (const wire::Map* m = v.map()) {
     // A map prints key by key at the top level, as salt-run's outputters print a dict.
     std::string out;
@@ -74,7 +79,12 @@ std::string FormatRunnerValue(const wire::Value& value, client::OutputFormat for
     case OutputFormat::kTxt:
       return text.substr(std::min(text.size(), kKey.size() + 2));
     case OutputFormat::kJson:
-      break;
+    case OutputFormat::kHighstate:
+    case OutputFormat::kRaw:
+    case OutputFormat::kPprint:
+    case OutputFormat::kNewlineValuesOnly:
+    case OutputFormat::kNoReturn:
+      return client::DisplayOutput(v, format, client::OutputOptions{});
   }
   return text;
 }

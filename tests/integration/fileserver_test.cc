@@ -163,21 +163,39 @@ TEST_F(FileserverTest, ALargeFileComesBackWholeInChunks) {
 // cp.push (salt-wire 6: `_file_recv`), as a stock minion sends it: the file arrives whole under
 // <cachedir>/minions/<id>/files; whatever the path says, a symlink planted there, a gap or a
 // size over file_recv_max_size, nothing is written elsewhere; with file_recv off, nothing at all.
-TEST(FileRecvTest, PushedFilesLandOnlyUnderTheMinionsFilesDirectory) {
-  TempDir tmp;
-  MasterSpec spec;
-  spec.auto_accept = true;
-  spec.extra_yaml = "file_recv: True\nfile_recv_max_size: 1\n";
-  MasterUnderTest master(tmp.path(), spec);
-  master.Start();
-  zmq::context_t ctx;
-  auto text = keys::ReadFile(master.dir() / "pki" / "master.pub");
-  ASSERT_TRUE(text.ok());
-  auto key = wire::RsaPrivateKey::Generate(2048);
-  ASSERT_TRUE(key.ok());
-  RawMinion minion("web1", *key, "tcp://" + master.ip() + ":4506");
-  auto auth = minion.Auth(ctx, *wire::RsaPublicKey::FromPem(*text));
-  ASSERT_TRUE(auth.ok() && auth->session);
+// A master (with `extra_yaml`) and minion web1 signed in to it.
+class FileRecvTest : public ::testing::Test {
+ protected:
+  void Start(const std::string& extra_yaml) {
+    MasterSpec spec;
+    spec.auto_accept = true;
+    spec.extra_yaml = extra_yaml;
+    master_ = std::make_unique<MasterUnderTest>(tmp_.path(), spec);
+    master_->Start();
+    auto text = keys::ReadFile(master_->dir() / "pki" / "master.pub");
+    ASSERT_TRUE(text.ok());
+    auto key = wire::RsaPrivateKey::Generate(2048);
+    ASSERT_TRUE(key.ok());
+    minion_ = std::make_unique<RawMinion>("web1", *key, "tcp://" + master_->ip() + ":4506");
+    auto auth = minion_->Auth(ctx_, *wire::RsaPublicKey::FromPem(*text));
+    ASSERT_TRUE(auth.ok() && auth->session);
+    session_ = *auth->session;
+  }
+  Result<wire::Value> Request(wire::Value load) {
+    return minion_->Request(ctx_, *session_, std::move(load));
+  }
+  fs::path Files() const { return master_->dir() / "cache" / "minions" / "web1" / "files"; }
+
+  TempDir tmp_;
+  zmq::context_t ctx_;
+  std::unique_ptr<MasterUnderTest> master_;
+  std::unique_ptr<RawMinion> minion_;
+  std::optional<wire::Crypticle> session_;
+};
+
+TEST_F(FileRecvTest, PushedFilesLandOnlyUnderTheMinionsFilesDirectory) {
+  Start("file_recv: True\nfile_recv_max_size: 1\n");
+  const TempDir& tmp = tmp_;
   auto push = [&](std::vector<std::string> path, std::int64_t loc, const std::string& data,
                   std::int64_t size) {
     wire::Array p;
@@ -187,11 +205,11 @@ TEST(FileRecvTest, PushedFilesLandOnlyUnderTheMinionsFilesDirectory) {
     load.Set("loc", loc);
     load.Set("size", size);
     load.Set("data", wire::Value::Bin(data));
-    auto r = minion.Request(ctx, *auth->session, std::move(load));
+    auto r = Request(std::move(load));
     EXPECT_TRUE(r.ok()) << r.error().ToString();
     return r.ok() && r->boolean().value_or(false);
   };
-  const fs::path files = master.dir() / "cache" / "minions" / "web1" / "files";
+  const fs::path files = Files();
 
   // A file in three chunks, as cp.push sends it (file_buffer_size chunks, loc = offset).
   std::string body(300000, '\0');
@@ -231,27 +249,15 @@ TEST(FileRecvTest, PushedFilesLandOnlyUnderTheMinionsFilesDirectory) {
   EXPECT_FALSE(fs::exists(tmp.path() / "x"));
 }
 
-TEST(FileRecvTest, OffByDefault) {
-  TempDir tmp;
-  MasterSpec spec;
-  spec.auto_accept = true;
-  MasterUnderTest master(tmp.path(), spec);
-  master.Start();
-  zmq::context_t ctx;
-  auto text = keys::ReadFile(master.dir() / "pki" / "master.pub");
-  ASSERT_TRUE(text.ok());
-  auto key = wire::RsaPrivateKey::Generate(2048);
-  ASSERT_TRUE(key.ok());
-  RawMinion minion("web1", *key, "tcp://" + master.ip() + ":4506");
-  auto auth = minion.Auth(ctx, *wire::RsaPublicKey::FromPem(*text));
-  ASSERT_TRUE(auth.ok() && auth->session);
+TEST_F(FileRecvTest, OffByDefault) {
+  Start("");
   wire::Value load = wire::Value::MapOf({{"cmd", "_file_recv"}, {"id", "web1"}, {"loc", 0}});
   load.Set("path", wire::Value(wire::Array{wire::Value("f")}));
   load.Set("data", wire::Value::Bin("x"));
-  auto r = minion.Request(ctx, *auth->session, std::move(load));
+  auto r = Request(std::move(load));
   ASSERT_TRUE(r.ok()) << r.error().ToString();
   EXPECT_EQ(r->boolean(), std::optional<bool>(false));
-  EXPECT_FALSE(fs::exists(master.dir() / "cache" / "minions" / "web1" / "files"));
+  EXPECT_FALSE(fs::exists(Files()));
 }
 
 }  // namespace
