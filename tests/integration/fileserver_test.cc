@@ -16,6 +16,19 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// Minion web1, with a fresh key, signed in to `master` (auto_accept).
+void SignInWeb1(zmq::context_t& ctx, const MasterUnderTest& master,
+                std::unique_ptr<RawMinion>& minion, std::optional<wire::Crypticle>& session) {
+  auto text = keys::ReadFile(master.dir() / "pki" / "master.pub");
+  ASSERT_TRUE(text.ok());
+  auto key = wire::RsaPrivateKey::Generate(2048);
+  ASSERT_TRUE(key.ok());
+  minion = std::make_unique<RawMinion>("web1", *key, "tcp://" + master.ip() + ":4506");
+  auto auth = minion->Auth(ctx, *wire::RsaPublicKey::FromPem(*text));
+  ASSERT_TRUE(auth.ok() && auth->session);
+  session = *auth->session;
+}
+
 class FileserverTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -39,14 +52,7 @@ class FileserverTest : public ::testing::Test {
     spec.file_roots = "  base: [" + base_.string() + "]\n  dev: [" + dev_.string() + "]\n";
     master_ = std::make_unique<MasterUnderTest>(tmp_.path(), spec);
     master_->Start();
-    auto text = keys::ReadFile(master_->dir() / "pki" / "master.pub");
-    ASSERT_TRUE(text.ok());
-    auto key = wire::RsaPrivateKey::Generate(2048);
-    ASSERT_TRUE(key.ok());
-    minion_ = std::make_unique<RawMinion>("web1", *key, "tcp://" + master_->ip() + ":4506");
-    auto auth = minion_->Auth(ctx_, *wire::RsaPublicKey::FromPem(*text));
-    ASSERT_TRUE(auth.ok() && auth->session);
-    session_ = *auth->session;
+    SignInWeb1(ctx_, *master_, minion_, session_);
   }
 
   wire::Value Ask(wire::Value load) {
@@ -172,14 +178,7 @@ class FileRecvTest : public ::testing::Test {
     spec.extra_yaml = extra_yaml;
     master_ = std::make_unique<MasterUnderTest>(tmp_.path(), spec);
     master_->Start();
-    auto text = keys::ReadFile(master_->dir() / "pki" / "master.pub");
-    ASSERT_TRUE(text.ok());
-    auto key = wire::RsaPrivateKey::Generate(2048);
-    ASSERT_TRUE(key.ok());
-    minion_ = std::make_unique<RawMinion>("web1", *key, "tcp://" + master_->ip() + ":4506");
-    auto auth = minion_->Auth(ctx_, *wire::RsaPublicKey::FromPem(*text));
-    ASSERT_TRUE(auth.ok() && auth->session);
-    session_ = *auth->session;
+    SignInWeb1(ctx_, *master_, minion_, session_);
   }
   Result<wire::Value> Request(wire::Value load) {
     return minion_->Request(ctx_, *session_, std::move(load));
