@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include "cli_common.h"
+#include "cli_job_cache.h"
 #include "halite/client/command_line.h"
 #include "halite/client/local_client.h"
 #include "halite/client/output.h"
@@ -106,6 +107,9 @@ int main(int argc, char** argv) {
     std::cerr << "halite: " << client.error().message << "\n";
     return 3;
   }
+  (*client)->SetJobCacheReader(halite::apps::JobCacheReaderFor(*cfg), [](const std::string& line) {
+    std::cerr << "halite: " << line << "\n";
+  });
   halite::client::PublishRequest request;
   request.tgt = cmd.tgt;
   request.tgt_type = cmd.tgt_type;

@@ -168,6 +168,7 @@ Result<PublishReply> LocalClient::Publish(const PublishRequest& request) {
   for (const auto& [k, v] : request.extra_kwargs) {
     if (const std::string* name = k.str()) load.Find("kwargs")->Set(*name, v);
   }
+  if (request.timeout) load.Set("to", static_cast<std::int64_t>(request.timeout->count()));
   auto reply = Call(std::move(load));
   if (!reply.ok()) {
     if (reply.error().message.rfind("Master could not resolve minions", 0) == 0) {
@@ -205,9 +206,35 @@ Result<std::vector<std::string>> LocalClient::WaitForReturns(
   // could not forward it: a cut peer link, a master that died after storing): looked up
   // whenever no event has come for a while, so the CLI prints them and finishes without
   // waiting out the timeout. 1 s after the last news, then backing off to every 5 s.
+  // Once the master stops answering, the job cache is all there is: read it directly (when
+  // the caller gave a reader), every second until the deadline.
+  bool master_gone = false;
   auto reconcile = [&] {
+    if (master_gone) {
+      auto stored = job_cache_reader_(job.jid);
+      if (!stored.ok()) return;
+      for (auto& r : *stored) deliver(std::move(r));
+      return;
+    }
     auto stored = LookupJid(job.jid);
-    if (!stored.ok()) return;
+    if (!stored.ok()) {
+      const ErrorCode code = stored.error().code;
+      if (job_cache_reader_ &&
+          (code == ErrorCode::kDeadlineExceeded || code == ErrorCode::kUnavailable)) {
+        master_gone = true;
+        if (notice_) {
+          notice_(stored.error().message + "; reading the returns of " + job.jid +
+                  " from the job cache until the timeout");
+        }
+        auto direct = job_cache_reader_(job.jid);
+        if (direct.ok()) {
+          for (auto& r : *direct) deliver(std::move(r));
+        } else if (notice_) {
+          notice_("job cache: " + direct.error().message);
+        }
+      }
+      return;
+    }
     const wire::Value* rets = stored->Find("returns");
     if (rets == nullptr || rets->map() == nullptr) return;
     for (const auto& [k, v] : *rets->map()) {
@@ -233,7 +260,7 @@ Result<std::vector<std::string>> LocalClient::WaitForReturns(
         if (running.empty()) break;
         find_sent = false;  // some still run: ask again
       }
-      if (!options.find_job) break;
+      if (!options.find_job || master_gone) break;
       std::vector<std::string> silent;
       for (const auto& id : expected) {
         if (!returned.count(id)) silent.push_back(id);
@@ -256,7 +283,8 @@ Result<std::vector<std::string>> LocalClient::WaitForReturns(
     }
     if (now >= next_poll) {
       reconcile();
-      poll_interval = std::min(poll_interval * 2, kMaxPollInterval);
+      poll_interval =
+          master_gone ? kQuietBeforePoll : std::min(poll_interval * 2, kMaxPollInterval);
       next_poll = Clock::now() + poll_interval;
       continue;
     }

@@ -188,6 +188,8 @@ int RunSaltCommand(const SaltCommandLine& cmd, SaltCommandContext& ctx) {
   PublishRequest request = ctx.request;
   request.ret = cmd.ret;
   request.show_timeout = cmd.show_timeout;
+  request.timeout =
+      std::chrono::seconds(cmd.timeout.value_or(static_cast<int>(ctx.timeout.count())));
   if (!cmd.ret_config.empty()) request.extra_kwargs.emplace_back("ret_config", cmd.ret_config);
   if (!cmd.metadata.empty())
     request.extra_kwargs.emplace_back("metadata", YamlifyArg(cmd.metadata));

@@ -4,6 +4,7 @@
 // volume with TLS (issue 18, deliver 5 and 6; gluster_volume.h).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <future>
 #include <nlohmann/json.hpp>
 #include <zmq.hpp>
@@ -191,6 +192,40 @@ TEST_F(ClusterTest, RestartedMasterRejoinsAndCatchesUp) {
   EXPECT_GE(got.value("received", std::uint64_t{0}), backlog) << got.dump();
   // Its minion reconnects without help and answers jobs from any master again.
   WaitUntilAllAnswer(*masters_[1]);
+}
+
+// Issue 16, deliver 5: a CLI whose own master is killed in the middle of a job carries on
+// from the job cache (the CLI opens the master's backend itself) and prints every return the
+// other masters stored, instead of naming every minion "did not return".
+TEST_F(ClusterTest, ACliWhoseMasterIsKilledMidJobPrintsEveryReturnTheClusterStored) {
+  MakeCluster(2);
+  AddMinion("north", 1);
+  AddMinion("south", 1);
+  WaitUntilAllAnswer(*masters_[0]);
+  const std::filesystem::path marks = tmp_.path() / "marks";
+  std::filesystem::create_directories(marks);
+  // Each minion leaves a mark as it starts the job, then answers 4 s later.
+  auto cli = std::async(std::launch::async, [&] {
+    return masters_[0]->Cli("halite",
+                            {"-t", "40", "--out", "txt", "*", "cmd.run",
+                             "mktemp -p " + marks.string() +
+                                 " >/dev/null; sleep 4; "
+                                 "echo finished"},
+                            120s);
+  });
+  auto started = [&] {
+    std::size_t n = 0;
+    for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(marks)) ++n;
+    return n;
+  };
+  ASSERT_TRUE(WaitFor([&] { return started() == 2; })) << "the job never reached the minions";
+  masters_[0]->Kill();  // the CLI's master, while both minions (on master 2) still run the job
+  CommandResult r = cli.get();
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("north: finished\n"), std::string::npos) << r.out << r.err;
+  EXPECT_NE(r.out.find("south: finished\n"), std::string::npos) << r.out << r.err;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 2) << r.out;
+  EXPECT_NE(r.err.find("from the job cache"), std::string::npos) << r.err;
 }
 
 TEST_P(SharedFolderClusterTest, MastersStartedAtTheSameInstantShareOneClusterKeyAndOneAesKey) {

@@ -37,6 +37,9 @@ struct PublishRequest {
   std::string ret;           // --return: returners the minions also send to
   wire::Map extra_kwargs;    // added to the load's kwargs (ret_config, metadata: as salt)
   bool show_timeout = true;  // kwargs.show_timeout (--hide-timeout clears it), as salt sends
+  // The caller's timeout, sent as the publish's `to` (as Salt's LocalClient does for a
+  // syndic): the masters keep the job for replay to minions that reconnect that long.
+  std::optional<std::chrono::seconds> timeout;
 };
 
 struct PublishReply {
@@ -57,6 +60,10 @@ struct MinionReturn {
   std::optional<bool> success;
   std::string out;
 };
+
+// Reads a job's returns straight from the job cache (the CLI opens the master's configured
+// backend itself), for when the master stops answering in the middle of a wait.
+using JobCacheReader = std::function<Result<std::vector<MinionReturn>>(const std::string& jid)>;
 
 struct WaitOptions {
   std::chrono::milliseconds timeout{5000};          // Salt's -t: wait this long past the last news
@@ -82,6 +89,9 @@ class LocalClient {
   // 5 s), and once more at the end, so a return whose event never reached this master (a cut
   // peer link, a master that died after storing it) is still reported, as soon as it is
   // stored. `on_return` runs once per minion. Returns the ids that never answered.
+  // If the master stops answering and a JobCacheReader is set, the wait carries on from the
+  // job cache alone (polled every second until the timeout; no find_job), with one line on
+  // `notice`; without a reader it ends there.
   Result<std::vector<std::string>> WaitForReturns(
       const PublishReply& job, const WaitOptions& options,
       const std::function<void(const MinionReturn&)>& on_return);
@@ -93,6 +103,11 @@ class LocalClient {
   Result<wire::Value> LookupJid(const std::string& jid);
   Result<wire::Value> ListJobs();
 
+  void SetJobCacheReader(JobCacheReader reader, std::function<void(const std::string&)> notice) {
+    job_cache_reader_ = std::move(reader);
+    notice_ = std::move(notice);
+  }
+
  private:
   LocalClient() = default;
   Result<wire::Value> Request(const wire::Value& load);
@@ -103,6 +118,8 @@ class LocalClient {
   zmq::context_t context_;
   std::unique_ptr<zmq::socket_t> req_;
   std::unique_ptr<zmq::socket_t> sub_;
+  JobCacheReader job_cache_reader_;
+  std::function<void(const std::string&)> notice_;
 };
 
 }  // namespace halite::client
