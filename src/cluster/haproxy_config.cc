@@ -35,9 +35,10 @@ std::string RenderHaproxyConfig(const HaproxyOptions& o) {
        "    # reconnects would back off towards recon_max (10 s).\n"
        "    retries 3\n"
        "    option redispatch 1\n"
-       "    # A master whose /health fails is taken out after 2 checks and its sessions are\n"
-       "    # cut, so its minions reconnect to the others at once.\n"
-       "    default-server inter 1s fall 2 rise 2 on-marked-down shutdown-sessions\n";
+       "    # A master whose /health fails is taken out after 2 checks (the second 500 ms after\n"
+       "    # the first failure) and its sessions are cut, so its minions reconnect to the\n"
+       "    # others at once.\n"
+       "    default-server inter 1s fastinter 500ms fall 2 rise 2 on-marked-down shutdown-sessions\n";
   // One front end and its backend per side; both check the masters' /health.
   auto side = [&](const char* comment, const char* name, std::uint16_t front_port,
                   std::uint16_t backend_port, std::chrono::seconds timeout) {

@@ -167,6 +167,7 @@ void ReadAll(YamlMapReader& r, MasterConfig& c) {
   r.ReadInt("request_queue_max_bytes", c.request_queue_max_bytes, 1 << 20, std::int64_t{1} << 40);
   r.ReadInt("return_batch_max", c.return_batch_max, 1, 1000000);
   r.ReadBool("publish_replay", c.publish_replay);
+  r.ReadDuration("publish_replay_grace", c.publish_replay_grace, 0, 600);
   r.ReadDuration("return_fsync_interval_ms", c.return_fsync_interval_ms, 0, 60000);
 }
 

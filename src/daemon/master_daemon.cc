@@ -636,6 +636,7 @@ Result<std::unique_ptr<MasterDaemon>> MasterDaemon::Create(config::MasterConfig 
   pub_options.with_serial = cfg.cluster_id.empty();
   pub_options.replay = cfg.publish_replay;
   pub_options.replay_options.default_window = cfg.timeout;
+  pub_options.replay_options.grace = cfg.publish_replay_grace;
   pub_options.replay_options.max_window = std::chrono::seconds(kMaxForwardedPublishAgeSeconds);
   impl->publisher = std::make_unique<master::Publisher>(
       impl->zmq_context, *impl->publisher_loop, *impl->aes, *impl->signing_key, pub_options);

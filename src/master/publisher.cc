@@ -104,6 +104,7 @@ void Publisher::FireLocalOnly(std::string tag, wire::Value data) {
 
 void Publisher::SendEvent(const std::string& tag, const wire::Value& data) {
   HALITE_DCHECK(loop_.IsCurrentThread());
+  if (replay_) NoteReturn(tag);
   if (!events_socket_) return;
   std::string packed = wire::PackEvent(tag, data);
   try {
@@ -112,6 +113,21 @@ void Publisher::SendEvent(const std::string& tag, const wire::Value& data) {
   } catch (const zmq::error_t& e) {
     spdlog::error("event bus send failed for {}: {}", tag, e.what());
   }
+}
+
+// salt/job/<jid>/ret/<id>: every return of the cluster passes here (this master's own and
+// those its peers forward), so replays can leave out the minions that answered.
+void Publisher::NoteReturn(std::string_view tag) {
+  constexpr std::string_view kPrefix = "salt/job/";
+  if (tag.substr(0, kPrefix.size()) != kPrefix) return;
+  std::string_view rest = tag.substr(kPrefix.size());
+  const auto slash = rest.find('/');
+  if (slash == std::string_view::npos) return;
+  std::string_view jid = rest.substr(0, slash);
+  std::string_view tail = rest.substr(slash);
+  constexpr std::string_view kRet = "/ret/";
+  if (tail.substr(0, kRet.size()) != kRet) return;
+  replay_->Returned(jid, tail.substr(kRet.size()));
 }
 
 Status Publisher::Publish(wire::Value pub_load) {

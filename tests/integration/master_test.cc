@@ -88,6 +88,41 @@ TEST_F(MasterTest, KeyLifecyclePendingAcceptRejectDenyOverTheWire) {
       << after_delete.error().ToString();
 }
 
+// Issue 16: a replay leaves out the minions whose return the master saw, so a minion that
+// restarted (its jid queue lives in memory) does not run a finished job again when its new
+// subscription makes the master re-publish the jobs still within their window.
+TEST_F(MasterTest, ARestartedMinionIsNotSentAgainAJobItAlreadyReturned) {
+  MasterSpec spec = Spec("m1", true);
+  spec.health_port = 4510;
+  MasterUnderTest master(tmp_.path(), spec);
+  master.Start();
+  MinionSpec ms;
+  ms.id = "web1";
+  ms.master_ip = master.ip();
+  MinionUnderTest minion(tmp_.path(), ms);
+  minion.Start();
+  std::string last;
+  ASSERT_TRUE(EveryMinionAnswers(master, "*", {"test.ping"}, 1, &last)) << last;
+  const std::filesystem::path runs = tmp_.path() / "runs";
+  auto job = master.Cli("halite", {"-t", "60", "--out", "txt", "web1", "cmd.run",
+                                   "echo ran >> " + runs.string() + "; echo done"});
+  ASSERT_EQ(job.exit_code, 0) << job.out << job.err;
+  ASSERT_EQ(ReadFileOrEmpty(runs), "ran\n");
+  const std::string replayed = "halite_publishes_replayed_total{master=\"m1\"}";
+  const double before = Metric(master.ip(), 4510, replayed).value_or(-1);
+  ASSERT_GE(before, 0);
+  ASSERT_EQ(minion.Stop(), 0);
+  minion.Start();
+  // Its new subscription makes the master replay the live jobs (the cmd.run among them)...
+  ASSERT_TRUE(WaitFor([&] { return Metric(master.ip(), 4510, replayed).value_or(0) > before; }))
+      << master.Log();
+  // ...before a job published afterwards, which it answers: the replay reached it first.
+  ASSERT_TRUE(EveryMinionAnswers(master, "web1", {"test.ping"}, 1, &last)) << last;
+  // It was left out of the replay's target, so the job did not run a second time.
+  EXPECT_FALSE(WaitFor([&] { return ReadFileOrEmpty(runs) != "ran\n"; }, 3s))
+      << ReadFileOrEmpty(runs);
+}
+
 TEST_F(MasterTest, ReturnIsStoredAndVisibleAfterTheCliExits) {
   MasterUnderTest master(tmp_.path(), Spec("m1", true));
   master.Start();

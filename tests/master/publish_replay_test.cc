@@ -26,6 +26,7 @@ PublishReplayOptions Options() {
   o.default_window = 5s;
   o.max_window = 60s;
   o.debounce = 200ms;
+  o.grace = 0s;
   return o;
 }
 
@@ -88,6 +89,77 @@ TEST(PublishReplayTest, TheSameJidIsKeptOnceAndMemoryIsBounded) {
   EXPECT_LE(small.kept_bytes(), o.max_bytes);
   small.Remember(Value::MapOf({{"fun", "x"}}), t0);  // no jid: not kept
   EXPECT_EQ(small.kept(), 2u);
+}
+
+TEST(PublishReplayTest, TheGraceExtendsEveryWindowUpToTheCap) {
+  PublishReplayOptions o = Options();
+  o.grace = 30s;
+  PublishReplay replay(o);
+  const Clock::time_point t0{};
+  replay.Remember(Load("default"), t0);     // 5 s + 30 s
+  replay.Remember(Load("long", 20), t0);    // 50 s
+  replay.Remember(Load("huge", 3600), t0);  // capped at 60 s
+  EXPECT_EQ(Jids(replay.TakeReplay(t0 + 34s)),
+            (std::vector<std::string>{"default", "long", "huge"}));
+  EXPECT_EQ(Jids(replay.TakeReplay(t0 + 35s)), (std::vector<std::string>{"long", "huge"}));
+  EXPECT_EQ(Jids(replay.TakeReplay(t0 + 50s)), (std::vector<std::string>{"huge"}));
+  EXPECT_TRUE(replay.TakeReplay(t0 + 60s).empty());
+}
+
+// A minion that returned is left out of later replays, so one that restarted since (its jid
+// queue is gone) does not run a finished job again.
+TEST(PublishReplayTest, AReplayLeavesOutTheMinionsThatReturned) {
+  PublishReplay replay(Options());
+  const Clock::time_point t0{};
+  replay.Remember(Load("1", 60), t0);
+  replay.Remember(Load("2", 60), t0);
+  replay.Returned("1", "web1");
+  replay.Returned("1", "db 2");  // cannot be listed in a compound target: stays in
+  replay.Returned("1", "web3");
+  replay.Returned("1", "web1");  // twice: once
+  replay.Returned("9", "web1");  // unknown jid: ignored
+  auto loads = replay.TakeReplay(t0 + 1s);
+  ASSERT_EQ(loads.size(), 2u);
+  EXPECT_EQ(*loads[0].FindStr("tgt"), "( * ) and not L@web1,web3");
+  EXPECT_EQ(*loads[0].FindStr("tgt_type"), "compound");
+  EXPECT_EQ(*loads[1].FindStr("tgt"), "*");  // nobody returned job 2
+  EXPECT_EQ(loads[1].FindStr("tgt_type"), nullptr);
+  // The ids count against the memory bound.
+  EXPECT_GT(replay.kept_bytes(), 2 * wire::Pack(Load("1", 60)).size());
+}
+
+Value Target(Value tgt, const std::string& type) {
+  Value v = Value::MapOf({{"jid", "1"}, {"tgt", std::move(tgt)}});
+  if (!type.empty()) v.Set("tgt_type", type);
+  return v;
+}
+
+TEST(PublishReplayTest, EveryTargetTypeAMinionMatchesBecomesACompoundTerm) {
+  const std::set<std::string, std::less<>> done{"a", "b"};
+  auto ex = [&](Value load) { return TargetExcluding(load, done).value_or("<none>"); };
+  EXPECT_EQ(ex(Target(Value("web*"), "")), "( web* ) and not L@a,b");
+  EXPECT_EQ(ex(Target(Value("web*"), "glob")), "( web* ) and not L@a,b");
+  EXPECT_EQ(ex(Target(Value("web[0-9]+"), "pcre")), "( E@web[0-9]+ ) and not L@a,b");
+  EXPECT_EQ(ex(Target(Value("os:Debian"), "grain")), "( G@os:Debian ) and not L@a,b");
+  EXPECT_EQ(ex(Target(Value("os:Deb.*"), "grain_pcre")), "( P@os:Deb.* ) and not L@a,b");
+  EXPECT_EQ(ex(Target(Value("role:web"), "pillar")), "( I@role:web ) and not L@a,b");
+  EXPECT_EQ(ex(Target(Value("role:w.*"), "pillar_pcre")), "( J@role:w.* ) and not L@a,b");
+  EXPECT_EQ(ex(Target(Value("10.0.0.0/8"), "ipcidr")), "( S@10.0.0.0/8 ) and not L@a,b");
+  EXPECT_EQ(ex(Target(Value("G@os:Debian and web*"), "compound")),
+            "( ( G@os:Debian and web* ) ) and not L@a,b");
+  EXPECT_EQ(ex(Target(Value(wire::Array{Value("a"), Value("c")}), "list")),
+            "( L@a,c ) and not L@a,b");
+  EXPECT_EQ(ex(Target(Value("a, c d"), "list")), "( L@a,c,d ) and not L@a,b");
+  // What cannot be written as a compound term is replayed as it was.
+  EXPECT_EQ(ex(Target(Value("web"), "nodegroup")), "<none>");
+  EXPECT_EQ(ex(Target(Value("web one"), "glob")), "<none>");
+  EXPECT_EQ(ex(Target(Value("G@x"), "glob")), "<none>");
+  EXPECT_EQ(ex(Target(Value("not"), "glob")), "<none>");
+  EXPECT_EQ(ex(Target(Value(wire::Array{Value("a,b")}), "list")), "<none>");
+  Value custom = Target(Value("os|Debian"), "grain");
+  custom.Set("delimiter", "|");
+  EXPECT_EQ(ex(custom), "<none>");
+  EXPECT_FALSE(TargetExcluding(Target(Value("*"), ""), {"x y", "(z)"}).has_value());
 }
 
 }  // namespace

@@ -172,6 +172,10 @@ struct MasterConfig {
   // minions subscribe, so that a minion that moved between masters still gets them
   // (docs/failure-modes.md). False: a publish goes out once, as in Salt.
   bool publish_replay = true;
+  // Added to each job's replay window: a frozen or cut-off master's minions come back after
+  // HAProxy's detection and their reconnect, which can outlast a short timeout. The replay
+  // leaves out minions that returned, so the longer window cannot re-run a finished job.
+  std::chrono::seconds publish_replay_grace{30};
 
   // The document this was parsed from (includes merged; null for all defaults): what a reload
   // compares key by key (daemon/reload.h).

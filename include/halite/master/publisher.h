@@ -74,6 +74,7 @@ class Publisher final : public EventSink, public JobPublisher {
 
  private:
   void SendEvent(const std::string& tag, const wire::Value& data);
+  void NoteReturn(std::string_view tag);
   bool SendOnLoop(wire::Value load);  // encrypt, sign, send; false on failure (logged)
   void OnSubscriptionReadable();      // XPUB: subscription messages
   void ReplayOnLoop();
