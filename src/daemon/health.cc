@@ -1,0 +1,246 @@
+// The health-check thread, /health and /metrics of one master (master_daemon_impl.h).
+#include <pthread.h>
+
+#include <cstdio>
+
+#include "halite/common/service_manager.h"
+#include "halite/keys/fs.h"
+#include "halite/wire/rsa.h"
+#include "master_daemon_impl.h"
+
+namespace halite::daemon {
+
+namespace {
+
+// Writes, syncs, reads back and removes a probe file: the directory really works.
+std::optional<std::string> ProbeDirectory(const std::filesystem::path& dir,
+                                          const std::string& self_id) {
+  const auto probe = dir / (".health-" + self_id);
+  const std::string content = std::to_string(NowMs());
+  if (auto st = keys::WriteFileAtomic(probe, content, 0600); !st.ok()) {
+    return "cannot write " + dir.string() + ": " + st.error().message;
+  }
+  auto back = keys::ReadFile(probe);
+  if (!back.ok() || *back != content) return "cannot read back a probe in " + dir.string();
+  (void)keys::RemoveFile(probe);
+  return std::nullopt;
+}
+
+constexpr auto kHealthPeriod = std::chrono::seconds(1);
+constexpr auto kHealthStale = std::chrono::seconds(5);
+
+}  // namespace
+
+void MasterDaemon::Impl::RunHealthChecks() {
+  pthread_setname_np(pthread_self(), "health-check");
+  const auto watchdog = service::WatchdogInterval();
+  // At least two rounds per watchdog interval (systemd's advice), one per second otherwise.
+  auto period = std::chrono::duration_cast<std::chrono::milliseconds>(kHealthPeriod);
+  if (watchdog) {
+    period = std::min(period, std::chrono::duration_cast<std::chrono::milliseconds>(*watchdog / 3));
+    period = std::max(period, std::chrono::milliseconds(10));
+  }
+  std::unique_lock lock(health_mu);
+  while (!health_stop) {
+    lock.unlock();
+    std::vector<std::string> problems;
+    if (auto p = ProbeDirectory(shared_pki, config.id)) problems.push_back(*p);
+    if (auto p = ProbeDirectory(config.cachedir, config.id)) problems.push_back(*p);
+    if (auto st = job_cache->Check(); !st.ok()) {
+      problems.push_back("job cache: " + st.error().message);
+    }
+    // systemd's watchdog (WatchdogSec=) is fed while both loops answered within the stale
+    // window and this thread itself gets round: a hung loop, or a probe stuck on a dead
+    // shared folder, stops the feeding and systemd restarts the master. A master that is only
+    // unhealthy (shared folder refusing writes, job cache down) keeps running: /health
+    // already moves its minions away, and a restart would not heal the storage.
+    if (watchdog && LoopProblems().empty()) service::NotifyWatchdog();
+    request_loop->Post([this] { request_loop_beat = NowMs(); });
+    publisher_loop->Post([this] { publisher_loop_beat = NowMs(); });
+    lock.lock();
+    health_problems = std::move(problems);
+    health_checked_at = std::chrono::steady_clock::now();
+    health_cv.wait_for(lock, period, [this] { return health_stop; });
+  }
+}
+
+std::vector<std::string> MasterDaemon::Impl::LoopProblems() const {
+  const auto stale_ms = std::chrono::duration_cast<std::chrono::milliseconds>(kHealthStale).count();
+  std::vector<std::string> problems;
+  if (NowMs() - request_loop_beat.load() > stale_ms) {
+    problems.push_back("request server is not running");
+  }
+  if (NowMs() - publisher_loop_beat.load() > stale_ms)
+    problems.push_back("publisher is not running");
+  return problems;
+}
+
+cluster::HealthReport MasterDaemon::Impl::Health() {
+  auto now = std::chrono::steady_clock::now();
+  std::vector<std::string> problems;
+  {
+    std::lock_guard lock(health_mu);
+    problems = health_problems;
+    if (health_checked_at.time_since_epoch().count() == 0) {
+      problems.push_back("no health check has completed yet");
+    } else if (now - health_checked_at > kHealthStale) {
+      problems.push_back("health checks are stuck (shared directory or job cache not answering)");
+    }
+  }
+  for (auto& p : LoopProblems()) problems.push_back(std::move(p));
+  wire::Array problem_list;
+  for (const auto& p : problems) problem_list.emplace_back(p);
+  wire::Value body =
+      wire::Value::MapOf({{"id", config.id},
+                          {"healthy", problems.empty()},
+                          {"problems", wire::Value(std::move(problem_list))},
+                          {"connected_minions", publisher->connected_subscribers()}});
+  if (peers) {
+    wire::Array links;
+    for (const auto& link : peers->Status()) {
+      links.push_back(wire::Value::MapOf({{"id", link.id},
+                                          {"connected", link.connected},
+                                          {"backlog", link.backlog},
+                                          {"problem", link.problem}}));
+    }
+    body.Set("peers", wire::Value(std::move(links)));
+  }
+  return {problems.empty(), body.ToJson()};
+}
+
+std::string MasterDaemon::Impl::Metrics() {
+  std::string out;
+  auto line = [&out](const std::string& name, const std::string& labels, double value) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.17g", value);
+    out += name + (labels.empty() ? "" : "{" + labels + "}") + " " + buf + "\n";
+  };
+  auto help = [&out](const std::string& name, const std::string& type, const std::string& text) {
+    out += "# HELP " + name + " " + text + "\n# TYPE " + name + " " + type + "\n";
+  };
+  const std::string id = "master=\"" + config.id + "\"";
+  const wire::RsaOperationCounts rsa = wire::RsaOperationsSoFar();
+  help("halite_rsa_operations_total", "counter",
+       "RSA operations by kind (private: decrypt, sign; public: encrypt, verify).");
+  line("halite_rsa_operations_total", id + ",kind=\"private\"",
+       static_cast<double>(rsa.private_ops));
+  line("halite_rsa_operations_total", id + ",kind=\"public\"", static_cast<double>(rsa.public_ops));
+  help("halite_requests_total", "counter", "Requests by command.");
+  for (std::size_t i = 0; i < master::kCountedCommandCount; ++i) {
+    line("halite_requests_total", id + ",cmd=\"" + master::kCountedCommands[i] + "\"",
+         static_cast<double>(counters.requests[i].load()));
+  }
+  help("halite_auth_total", "counter", "Sign-ins by result.");
+  line("halite_auth_total", id + ",result=\"accepted\"", counters.auth_accepted.load());
+  line("halite_auth_total", id + ",result=\"pending\"", counters.auth_pending.load());
+  line("halite_auth_total", id + ",result=\"rejected\"", counters.auth_rejected.load());
+  line("halite_auth_total", id + ",result=\"denied\"", counters.auth_denied.load());
+  line("halite_auth_total", id + ",result=\"error\"", counters.auth_errors.load());
+  line("halite_auth_total", id + ",result=\"shed\"", counters.auth_shed.load());
+  help("halite_config_reloads_total", "counter", "SIGHUP reloads by result.");
+  line("halite_config_reloads_total", id + ",result=\"applied\"", counters_reloaded.load());
+  line("halite_config_reloads_total", id + ",result=\"failed\"", counters_reload_failed.load());
+  help("halite_publishes_total", "counter", "Jobs published from this master.");
+  line("halite_publishes_total", id, counters.publishes.load());
+  help("halite_publish_replays_total", "counter",
+       "Rounds of re-publishing live jobs after minions subscribed.");
+  line("halite_publish_replays_total", id, publisher->replays());
+  help("halite_publishes_replayed_total", "counter", "Publishes re-sent by those rounds.");
+  line("halite_publishes_replayed_total", id, publisher->replayed());
+  help("halite_returns_total", "counter", "Job returns by outcome.");
+  line("halite_returns_total", id + ",outcome=\"stored\"", counters.returns_stored.load());
+  line("halite_returns_total", id + ",outcome=\"duplicate\"", counters.returns_duplicate.load());
+  line("halite_returns_total", id + ",outcome=\"failed\"", counters.returns_failed.load());
+  help("halite_returns_in_flight", "gauge",
+       "Returns received and not yet durable (held while the job cache is unreachable).");
+  line("halite_returns_in_flight", id, static_cast<double>(counters.returns_in_flight.load()));
+  help("halite_job_cache_write_seconds", "histogram", "Time from a return's arrival to durable.");
+  for (std::size_t i = 0; i < master::kLatencyBucketCount; ++i) {
+    char le[32];
+    std::snprintf(le, sizeof le, "%g", master::kLatencyBuckets[i]);
+    line("halite_job_cache_write_seconds_bucket", id + ",le=\"" + le + "\"",
+         counters.store_latency_buckets[i].load());
+  }
+  line("halite_job_cache_write_seconds_bucket", id + ",le=\"+Inf\"",
+       counters.store_latency_count.load());
+  line("halite_job_cache_write_seconds_sum", id, counters.store_latency_sum_us.load() / 1e6);
+  line("halite_job_cache_write_seconds_count", id, counters.store_latency_count.load());
+  help("halite_connected_minions", "gauge", "TCP connections on the publish port.");
+  line("halite_connected_minions", id, static_cast<double>(publisher->connected_subscribers()));
+  help("halite_bad_requests_total", "counter", "Requests answered \"bad load\".");
+  line("halite_bad_requests_total", id, counters.bad_requests.load());
+  help("halite_minion_events_rejected_total", "counter", "Minion events refused, by reason.");
+  line("halite_minion_events_rejected_total", id + ",reason=\"tag\"",
+       counters.events_rejected.load());
+  line("halite_minion_events_rejected_total", id + ",reason=\"rate\"",
+       counters.events_rate_limited.load());
+  help("halite_requests_refused_total", "counter",
+       "Encrypted requests refused before any handler ran, by reason (docs/security.md).");
+  line("halite_requests_refused_total", id + ",reason=\"unsigned_v2\"",
+       counters.refused_unsigned.load());
+  line("halite_requests_refused_total", id + ",reason=\"version\"",
+       counters.refused_version.load());
+  line("halite_requests_refused_total", id + ",reason=\"stale\"", counters.refused_stale.load());
+  line("halite_requests_refused_total", id + ",reason=\"replay\"", counters.refused_replay.load());
+  help("halite_returns_refused_total", "counter",
+       "Returns for a job that did not target the minion.");
+  line("halite_returns_refused_total", id, counters.returns_refused.load());
+  help("halite_requests_shed_total", "counter",
+       "Requests dropped unanswered because the worker queue was full.");
+  line("halite_requests_shed_total", id, static_cast<double>(request_server->shed()));
+  help("halite_request_queue", "gauge", "Requests waiting for a worker.");
+  line("halite_request_queue", id, static_cast<double>(request_server->queued()));
+  help("halite_request_handler_failures_total", "counter",
+       "Requests whose handler failed unexpectedly (answered, process kept).");
+  line("halite_request_handler_failures_total", id,
+       static_cast<double>(request_server->handler_failures()));
+  if (renderer) {
+    const render::PoolStats rs = render::StatsOf(*renderer);
+    help("halite_pillar_renders_total", "counter", "Pillar files rendered (top files and sls).");
+    line("halite_pillar_renders_total", id, static_cast<double>(rs.renders));
+    help("halite_pillar_render_failures_total", "counter",
+         "Renders that failed, by cause: the file, the deadline (renderer killed), a renderer "
+         "crash.");
+    line("halite_pillar_render_failures_total", id + ",reason=\"template\"",
+         static_cast<double>(rs.failures));
+    line("halite_pillar_render_failures_total", id + ",reason=\"timeout\"",
+         static_cast<double>(rs.timeouts));
+    line("halite_pillar_render_failures_total", id + ",reason=\"crash\"",
+         static_cast<double>(rs.crashes));
+    help("halite_renderer_spawns_total", "counter", "halite-render processes started.");
+    line("halite_renderer_spawns_total", id, static_cast<double>(rs.spawns));
+  }
+  if (peers) {
+    help("halite_peer_up", "gauge", "1 when the link to a peer is up.");
+    help("halite_peer_backlog", "gauge", "Messages waiting for a peer's acknowledgement.");
+    help("halite_peer_dropped_total", "counter",
+         "Messages given up before the peer acknowledged them (events pushed out of a full "
+         "backlog, publishes past publish_max_age).");
+    help("halite_peer_queued", "gauge", "Messages of a class waiting for the peer's ack.");
+    help("halite_peer_sent_total", "counter", "Messages of a class the peer acknowledged.");
+    help("halite_peer_received_total", "counter", "Messages of a class received from the peer.");
+    help("halite_peer_class_dropped_total", "counter",
+         "Messages of a class given up before the peer acknowledged them.");
+    help("halite_peer_publishes_refused_total", "counter",
+         "Publishes refused because this peer's lossless publish queue was full.");
+    for (const auto& link : peers->Status()) {
+      std::string labels = id + ",peer=\"" + link.id + "\"";
+      line("halite_peer_up", labels, link.connected ? 1 : 0);
+      line("halite_peer_backlog", labels, static_cast<double>(link.backlog));
+      line("halite_peer_dropped_total", labels, static_cast<double>(link.dropped));
+      for (const auto& [cls, stats] :
+           {std::pair{"event", &link.events}, std::pair{"publish", &link.publishes}}) {
+        std::string class_labels = labels + ",class=\"" + cls + "\"";
+        line("halite_peer_queued", class_labels, static_cast<double>(stats->queued));
+        line("halite_peer_sent_total", class_labels, static_cast<double>(stats->sent));
+        line("halite_peer_received_total", class_labels, static_cast<double>(stats->received));
+        line("halite_peer_class_dropped_total", class_labels, static_cast<double>(stats->dropped));
+      }
+      line("halite_peer_publishes_refused_total", labels,
+           static_cast<double>(link.publishes_refused));
+    }
+  }
+  return out;
+}
+
+}  // namespace halite::daemon

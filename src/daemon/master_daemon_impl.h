@@ -1,0 +1,123 @@
+// MasterDaemon's private state, shared by the files that make it up (src/daemon only):
+// master_daemon.cc (create, start, run, reload, stop), health.cc (/health, /metrics and the
+// health-check thread) and cluster_wiring.cc (the peer channel and membership).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+#include <zmq.hpp>
+
+#include "halite/cluster/curve_keys.h"
+#include "halite/cluster/health_server.h"
+#include "halite/cluster/membership.h"
+#include "halite/cluster/peer_channel.h"
+#include "halite/daemon/master_daemon.h"
+#include "halite/jobs/jid.h"
+#include "halite/jobs/job_cache.h"
+#include "halite/keys/fs_key_store.h"
+#include "halite/master/context.h"
+#include "halite/master/presence.h"
+#include "halite/master/publisher.h"
+#include "halite/master/request_server.h"
+#include "halite/master/targeting.h"
+#include "halite/render/renderer.h"
+#include "halite/transport/worker_pool.h"
+#include "halite/transport/zmq_loop.h"
+
+namespace halite::daemon {
+
+using master::MasterContext;
+
+// Forwarded publishes older than this are not sent to minions: a peer that was away for
+// longer would otherwise start jobs whose callers gave up long ago. Also the replay cap.
+inline constexpr std::int64_t kMaxForwardedPublishAgeSeconds = 120;
+
+// Milliseconds on the steady clock (the loops' heartbeats).
+inline std::int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+struct MasterDaemon::Impl {
+  config::MasterConfig config;
+  std::unique_ptr<keys::GroupSync> key_sync;  // the key store's fsyncs, grouped
+  std::unique_ptr<keys::KeyStore> key_store;
+  std::unique_ptr<master::MinionKeys> minion_keys;
+  std::unique_ptr<master::SessionKeys> session_keys;
+  std::unique_ptr<master::AesKeyRing> aes;
+  std::optional<wire::RsaPrivateKey> signing_key;
+  std::unique_ptr<jobs::JobCache> job_cache;
+  jobs::JidGenerator jids;
+  std::unique_ptr<master::MinionData> minion_data;
+  std::unique_ptr<render::Renderer> renderer;
+  master::Counters counters;
+  std::atomic<std::uint64_t> counters_reloaded{0};
+  std::atomic<std::uint64_t> counters_reload_failed{0};
+  std::unique_ptr<master::ReplayGuard> replay;
+  std::unique_ptr<master::EventRateLimiter> event_limits;
+  master::RecentJobs recent_jobs{64};
+  master::Presence presence;
+  master::PresenceReporter presence_reporter;  // the maintenance (main) thread only
+  MasterContext ctx;
+
+  zmq::context_t zmq_context;
+  std::unique_ptr<transport::ZmqLoop> publisher_loop;
+  std::unique_ptr<transport::ZmqLoop> request_loop;
+  std::unique_ptr<transport::WorkerPool> workers;
+  std::unique_ptr<master::Publisher> publisher;
+  std::unique_ptr<master::RequestServer> request_server;
+
+  // Cluster mode only.
+  std::filesystem::path shared_pki;
+  std::unique_ptr<transport::ZmqLoop> cluster_loop;
+  std::unique_ptr<cluster::PeerChannel> peers;
+  std::unique_ptr<cluster::Membership> membership;  // cluster_backend: etcd
+  std::unique_ptr<master::JobPublisher> cluster_publisher;
+  std::deque<std::string> recent_forwarded_jids;   // cluster loop only
+  std::set<std::string> recent_forwarded_jid_set;  // cluster loop only
+  std::atomic<std::uint64_t> forwarded_publishes{0};
+  std::atomic<std::uint64_t> stale_publishes_dropped{0};
+
+  // Health: a checker thread probes the shared dir, the job cache and the loops every
+  // second; the HTTP thread only reads the latest result.
+  std::unique_ptr<cluster::HealthServer> health_server;
+  std::thread health_checker;
+  std::mutex health_mu;
+  std::condition_variable health_cv;
+  bool health_stop = false;                                 // guarded by health_mu
+  std::vector<std::string> health_problems;                 // guarded by health_mu
+  std::chrono::steady_clock::time_point health_checked_at;  // guarded by health_mu
+  std::atomic<std::int64_t> request_loop_beat{0};
+  std::atomic<std::int64_t> publisher_loop_beat{0};
+
+  // health.cc: the health-check thread, /health and /metrics.
+  void RunHealthChecks();
+  // What /health says of the two ZeroMQ loops: a loop that has not answered a probe within
+  // kHealthStale is "not running". Empty: both answer (also what feeds systemd's watchdog).
+  std::vector<std::string> LoopProblems() const;
+  // cluster_wiring.cc: the peer channel, its handlers and (etcd) membership.
+  Status WireCluster(const cluster::CurveKeyPair& curve);
+  void OnPeerMessage(const std::string& peer, cluster::PeerMessage message);  // cluster loop
+  wire::Value ClusterStatus();
+  cluster::HealthReport Health();
+  std::string Metrics();
+
+  bool started = false;
+  bool stopped = false;
+
+  std::chrono::steady_clock::time_point next_cleanup;
+};
+
+}  // namespace halite::daemon
