@@ -1,6 +1,7 @@
 // halite-render's body: CPython embedded in isolated mode (no PYTHONPATH, no user site, no
-// environment variables read), the renderer module compiled from the source built into this
-// binary, then its serve loop on stdin/stdout. Only this executable links libpython.
+// environment variables read), the renderer's modules compiled from the sources built into
+// this binary (kRendererModules, in import order; the last is halite_render), then its serve
+// loop on stdin/stdout. Only this executable links libpython.
 
 #define PY_SSIZE_T_CLEAN
 #include "halite/render/host.h"
@@ -8,10 +9,11 @@
 #include <Python.h>
 
 #include <cstdio>
+#include <string>
 
 namespace halite::render {
 
-extern const char kRendererSource[];
+extern const EmbeddedModule kRendererModules[];
 
 int RunEmbeddedRenderer(int argc, char** argv) {
   (void)argc;
@@ -29,8 +31,16 @@ int RunEmbeddedRenderer(int argc, char** argv) {
     return 70;
   }
   int rc = 70;
-  PyObject* code = Py_CompileString(kRendererSource, "halite_render.py", Py_file_input);
-  PyObject* module = code ? PyImport_ExecCodeModule("halite_render", code) : nullptr;
+  // Each module lands in sys.modules, so the later ones import the earlier ones by name.
+  PyObject* module = nullptr;
+  for (const EmbeddedModule* m = kRendererModules; m->name != nullptr; ++m) {
+    Py_XDECREF(module);
+    const std::string file = std::string(m->name) + ".py";
+    PyObject* code = Py_CompileString(m->source, file.c_str(), Py_file_input);
+    module = code ? PyImport_ExecCodeModule(m->name, code) : nullptr;
+    Py_XDECREF(code);
+    if (module == nullptr) break;
+  }
   PyObject* serve = module ? PyObject_GetAttrString(module, "serve") : nullptr;
   PyObject* result = serve ? PyObject_CallFunction(serve, "ii", 0, 1) : nullptr;
   if (result) {
@@ -41,7 +51,6 @@ int RunEmbeddedRenderer(int argc, char** argv) {
   Py_XDECREF(result);
   Py_XDECREF(serve);
   Py_XDECREF(module);
-  Py_XDECREF(code);
   if (Py_FinalizeEx() < 0) rc = 70;
   return rc;
 }
