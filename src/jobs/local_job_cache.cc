@@ -1,5 +1,6 @@
 #include "halite/jobs/local_job_cache.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <spdlog/spdlog.h>
@@ -15,6 +16,7 @@
 #include <utility>
 
 #include "halite/common/file_system.h"
+#include "halite/jobs/jid.h"
 #include "halite/jobs/job_summary.h"
 #include "halite/wire/encoding.h"
 #include "halite/wire/msgpack.h"
@@ -155,7 +157,61 @@ Status LocalJobCache::SaveJob(const Job& job) {
         jid_dir, kMinionsFile, wire::Pack(wire::Value(std::move(list)), wire::Packing::kBinType),
         /*replace=*/true, sync));
   }  // closing the descriptor releases the lock
-  return Commit(sync, /*fan_out=*/false);
+  HALITE_RETURN_IF_ERROR(Commit(sync, /*fan_out=*/false));
+  NoteRecent(job.jid);
+  return OkStatus();
+}
+
+namespace {
+
+constexpr const char* kRecentDir = "halite_recent_jobs";
+// Markers older than this are removed by whoever lists them; a cut peer link that lasts
+// longer is caught up by the peer channel's own backlog, not by this hint.
+constexpr auto kRecentKeep = std::chrono::minutes(10);
+
+}  // namespace
+
+// A hint for the other masters (JidsSince): an empty file, not synced; the job itself is
+// durable already. A failure is logged and changes nothing else.
+void LocalJobCache::NoteRecent(const std::string& jid) {
+  const std::string dir = cachedir_ + "/" + kRecentDir;
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+    spdlog::debug("job cache: mkdir {}: {}", dir, ErrnoText(errno));
+    return;
+  }
+  const std::string path = dir + "/" + jid;
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) {
+    spdlog::debug("job cache: create {}: {}", path, ErrnoText(errno));
+    return;
+  }
+  ::close(fd);
+}
+
+Result<std::vector<std::string>> LocalJobCache::JidsSince(std::string_view since,
+                                                          std::size_t limit) {
+  const std::string dir = cachedir_ + "/" + kRecentDir;
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) {
+    if (errno == ENOENT) return std::vector<std::string>{};
+    return IoError("open", dir, errno);
+  }
+  const std::string expired = GenerateJid(std::chrono::system_clock::now() - kRecentKeep);
+  std::vector<std::string> out;
+  errno = 0;
+  while (const dirent* e = ::readdir(d)) {
+    const std::string_view name = e->d_name;
+    if (!IsJid(name)) continue;
+    if (name < std::string_view(expired)) {
+      (void)::unlinkat(::dirfd(d), e->d_name, 0);  // another master may have been first
+      continue;
+    }
+    if (name >= since) out.emplace_back(name);
+  }
+  ::closedir(d);
+  std::sort(out.begin(), out.end());
+  if (out.size() > limit) out.resize(limit);
+  return out;
 }
 
 Result<Job> LocalJobCache::LoadJob(std::string_view jid) {

@@ -156,6 +156,31 @@ TEST_P(LocalJobCacheTest, SaveJobAddsTheJidToTheLoad) {
             wire::Value::MapOf({{"fun", wire::Value("test.ping")}, {"jid", wire::Value(jid)}}));
 }
 
+// What a master of a cluster scans for jobs its peers could not forward to it.
+TEST_P(LocalJobCacheTest, JidsSinceListsRecentlySavedJobsAndDropsStaleMarkers) {
+  const auto now = std::chrono::system_clock::now();
+  const std::string first = GenerateJid(now - 2s);
+  const std::string second = GenerateJid(now - 1s);
+  const std::string stale = GenerateJid(now - std::chrono::minutes(11));
+  auto job = [](const std::string& jid) {
+    return Job{jid, wire::Value::MapOf({{"fun", wire::Value("test.ping")}}), {"m1"}};
+  };
+  EXPECT_TRUE(cache_->JidsSince("", 10)->empty());  // nothing saved yet: no directory
+  ASSERT_TRUE(cache_->SaveJob(job(second)).ok());
+  ASSERT_TRUE(cache_->SaveJob(job(first)).ok());
+  ASSERT_TRUE(cache_->SaveJob(job(stale)).ok());
+  ASSERT_TRUE(fs::exists(cachedir_ / "halite_recent_jobs" / stale));
+  auto since = cache_->JidsSince(first, 10);
+  ASSERT_TRUE(since.ok()) << since.error().ToString();
+  EXPECT_EQ(*since, (std::vector<std::string>{first, second}));
+  EXPECT_FALSE(fs::exists(cachedir_ / "halite_recent_jobs" / stale));  // past its keep
+  EXPECT_EQ(*cache_->JidsSince(second, 10), std::vector<std::string>{second});
+  EXPECT_EQ(*cache_->JidsSince(first, 1), std::vector<std::string>{first});
+  // Not a jid: ignored, as is a marker for a job that is listed but not loadable.
+  WriteFile(cachedir_ / "halite_recent_jobs" / "junk", "");
+  EXPECT_EQ(cache_->JidsSince(first, 10)->size(), 2u);
+}
+
 TEST_P(LocalJobCacheTest, ReturnWithoutOutHasNoOutFile) {
   const std::string jid = "20250101120000123456";
   ASSERT_TRUE(StoreAndWait(*cache_, MakeReturn(jid, "web1", wire::Value("pong"))).ok());

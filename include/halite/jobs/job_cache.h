@@ -93,6 +93,16 @@ class JobCache {
     return CleanOld(keep, std::chrono::system_clock::now());
   }
 
+  // The jids of jobs saved (by any master sharing this cache) at or after `since`, a jid
+  // (jids sort by time), in jid order, at most `limit`: how a master of a cluster notices a
+  // job its peers could not forward to it (a cut peer link; docs/failure-modes.md). A backend
+  // that cannot answer cheaply returns an empty list.
+  virtual Result<std::vector<std::string>> JidsSince(std::string_view since, std::size_t limit) {
+    (void)since;
+    (void)limit;
+    return std::vector<std::string>{};
+  }
+
   // Health: OK when a probe can be written to and read back from the store right now.
   virtual Status Check() = 0;
 

@@ -90,6 +90,9 @@ class LocalJobCache final : public JobCache {
   void StoreReturn(JobReturn ret, StoreCallback done) override;
   Result<std::vector<JobReturn>> LoadReturns(std::string_view jid) override;
   Result<std::vector<JobSummary>> ListJobs() override;
+  // From <cachedir>/halite_recent_jobs: one empty file per job SaveJob saved, removed by
+  // whoever reads it more than kRecentKeep after its jid's time.
+  Result<std::vector<std::string>> JidsSince(std::string_view since, std::size_t limit) override;
   // As Salt's clean_old_jobs: a job is old when its jid file's ctime is more than `keep` before
   // `now`. Directories without a jid file are removed too, once their own ctime is that old
   // (Salt removes them at once; the grace keeps a concurrent writer's fresh directory), and so
@@ -132,6 +135,8 @@ class LocalJobCache final : public JobCache {
   Result<std::optional<bool>> LinkNewFile(const std::string& dir, const std::string& final_path,
                                           std::string_view data, SyncSet& sync);
   std::string JidPath(std::string_view hash) const;
+
+  void NoteRecent(const std::string& jid);
 
   const LocalJobCacheOptions options_;
   const FsyncMode fsync_mode_;
