@@ -3,6 +3,8 @@
 #include <spdlog/spdlog.h>
 
 #include "halite/cluster/shared_state.h"
+#include "halite/jobs/jid.h"
+#include "halite/master/handlers.h"
 #include "halite/version.h"
 #include "halite/wire/event.h"
 #include "master_daemon_impl.h"
@@ -11,17 +13,23 @@ namespace halite::daemon {
 
 namespace {
 
-// Jids of forwarded publishes remembered, so a peer's resend is published once.
-constexpr std::size_t kRecentJidsKept = 10000;
+// The job cache scan (ScanJobCacheForJobs): jobs saved in the last minute, and at least 2 s
+// ago (a forward from a live peer takes milliseconds; the scan is for the ones that never
+// come), at most 1,000 a round.
+constexpr auto kStorageScanPeriod = std::chrono::seconds(1);
+constexpr auto kStorageScanWindow = std::chrono::seconds(60);
+constexpr auto kStorageScanSettle = std::chrono::seconds(2);
+constexpr std::size_t kStorageScanMax = 1000;
 
 // In a cluster a publish goes to this master's minions and, once, to every peer, which
 // publishes it to its own minions (salt-wire 10.6, but out of band: never via an event a
 // minion could forge).
 class ClusterJobPublisher final : public master::JobPublisher {
  public:
-  ClusterJobPublisher(master::JobPublisher& local, cluster::PeerChannel& peers)
-      : local_(local), peers_(peers) {}
+  ClusterJobPublisher(master::JobPublisher& local, cluster::PeerChannel& peers, SeenJids& seen)
+      : local_(local), peers_(peers), seen_(seen) {}
   Status Publish(wire::Value pub_load) override {
+    if (const std::string* jid = pub_load.FindStr("jid")) seen_.Insert(*jid);
     auto ts = std::chrono::duration_cast<std::chrono::seconds>(
                   std::chrono::system_clock::now().time_since_epoch())
                   .count();
@@ -38,6 +46,7 @@ class ClusterJobPublisher final : public master::JobPublisher {
  private:
   master::JobPublisher& local_;
   cluster::PeerChannel& peers_;
+  SeenJids& seen_;
 };
 
 }  // namespace
@@ -57,7 +66,7 @@ Status MasterDaemon::Impl::WireCluster(const cluster::CurveKeyPair& curve) {
   peer_options.keys = curve;
   peers =
       std::make_unique<cluster::PeerChannel>(zmq_context, *cluster_loop, std::move(peer_options));
-  cluster_publisher = std::make_unique<ClusterJobPublisher>(*publisher, *peers);
+  cluster_publisher = std::make_unique<ClusterJobPublisher>(*publisher, *peers, seen_jids);
   Impl* raw = this;
   // Every event fired here goes to every peer; events from peers are only published
   // locally, so nothing is forwarded twice and loops cannot form.
@@ -114,12 +123,8 @@ void MasterDaemon::Impl::OnPeerMessage(const std::string& peer, cluster::PeerMes
       spdlog::warn("peer {}: publish of {} is too old to send to minions; dropped", peer, *jid);
       return;
     }
-    if (!recent_forwarded_jid_set.insert(*jid).second) return;  // resent by the peer
-    recent_forwarded_jids.push_back(*jid);
-    if (recent_forwarded_jids.size() > kRecentJidsKept) {
-      recent_forwarded_jid_set.erase(recent_forwarded_jids.front());
-      recent_forwarded_jids.pop_front();
-    }
+    // Resent by the peer, or published here already from the job cache.
+    if (!seen_jids.Insert(*jid)) return;
     forwarded_publishes++;
     spdlog::debug("publishing {} forwarded by peer {}", *jid, peer);
     // Its returns here are checked against the target (the peer saved the expected minions).
@@ -140,6 +145,51 @@ void MasterDaemon::Impl::OnPeerMessage(const std::string& peer, cluster::PeerMes
   } else {
     spdlog::warn("peer {}: unknown message kind '{}'", peer, message.kind);
   }
+}
+
+void MasterDaemon::Impl::StartStorageScan() {
+  cluster_loop->Post([this] {
+    cluster_loop->RunEvery(
+        std::chrono::duration_cast<std::chrono::milliseconds>(kStorageScanPeriod),
+        [this] { ScanJobCacheForJobs(); });
+  });
+}
+
+// A publish that no peer forwarded (the link to the master that published it is cut, or was
+// down for longer than its backlog holds) still reaches this master's minions: the job is in
+// the shared job cache, saved before it was published anywhere (docs/failure-modes.md).
+void MasterDaemon::Impl::ScanJobCacheForJobs() {
+  if (storage_scan_running.exchange(true)) return;  // the last scan is still running
+  workers->Post([this] {
+    const auto now = std::chrono::system_clock::now();
+    const std::string settled = jobs::GenerateJid(now - kStorageScanSettle);
+    auto jids = job_cache->JidsSince(jobs::GenerateJid(now - kStorageScanWindow), kStorageScanMax);
+    if (!jids.ok()) {
+      spdlog::warn("job cache scan for unforwarded jobs: {}", jids.error().message);
+    } else {
+      // The first scan only learns what is there: jobs saved before this master started went
+      // to the minions of the masters that were up, and a restarted master must not send
+      // the last minute's jobs again (a peer's backlog brings what it missed meanwhile).
+      const bool first = !storage_scan_primed.exchange(true);
+      for (const std::string& jid : *jids) {
+        if (first) {
+          seen_jids.Insert(jid);
+          continue;
+        }
+        if (jid >= settled) break;  // sorted: the rest are too new
+        if (seen_jids.Contains(jid)) continue;
+        auto job = job_cache->LoadJob(jid);
+        if (!job.ok()) continue;               // not readable yet: the next scan tries again
+        if (!seen_jids.Insert(jid)) continue;  // a forward arrived meanwhile
+        storage_publishes++;
+        spdlog::warn("publishing {} from the job cache: no peer forwarded it (cut peer link?)",
+                     jid);
+        recent_jobs.Remember(*job);  // its returns here are checked against its minions
+        (void)publisher->Publish(master::MinionPublishLoad(job->load));
+      }
+    }
+    storage_scan_running = false;
+  });
 }
 
 wire::Value MasterDaemon::Impl::ClusterStatus() {
@@ -177,6 +227,7 @@ wire::Value MasterDaemon::Impl::ClusterStatus() {
   status.Set("peers", wire::Value(std::move(links)));
   status.Set("forwarded_publishes", forwarded_publishes.load());
   status.Set("stale_publishes_dropped", stale_publishes_dropped.load());
+  status.Set("storage_publishes", storage_publishes.load());
   status.Set("publish_replays", publisher->replays());
   status.Set("publishes_replayed", publisher->replayed());
   status.Set("aes_generation", aes->generation());

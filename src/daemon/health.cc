@@ -211,6 +211,9 @@ std::string MasterDaemon::Impl::Metrics() {
     line("halite_renderer_spawns_total", id, static_cast<double>(rs.spawns));
   }
   if (peers) {
+    help("halite_storage_publishes_total", "counter",
+         "Jobs published here from the job cache because no peer forwarded them.");
+    line("halite_storage_publishes_total", id, static_cast<double>(storage_publishes.load()));
     help("halite_peer_up", "gauge", "1 when the link to a peer is up.");
     help("halite_peer_backlog", "gauge", "Messages waiting for a peer's acknowledgement.");
     help("halite_peer_dropped_total", "counter",

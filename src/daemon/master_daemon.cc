@@ -272,6 +272,7 @@ Status MasterDaemon::Start() {
   if (impl_->peers) {
     impl_->cluster_loop->Start();
     HALITE_RETURN_IF_ERROR(impl_->peers->Start());
+    impl_->StartStorageScan();
     if (impl_->membership) {
       HALITE_RETURN_IF_ERROR(impl_->membership->Start(cluster::PeerLinksFollowing(*impl_->peers)));
     }

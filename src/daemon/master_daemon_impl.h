@@ -43,6 +43,35 @@ using master::MasterContext;
 // longer would otherwise start jobs whose callers gave up long ago. Also the replay cap.
 inline constexpr std::int64_t kMaxForwardedPublishAgeSeconds = 120;
 
+// Jids published here already (this master's own jobs, peers' forwards, jobs taken from the
+// job cache), so each is published once however it arrives. Remembers the last `capacity`.
+// Thread-safe.
+class SeenJids {
+ public:
+  explicit SeenJids(std::size_t capacity) : capacity_(capacity) {}
+  // True when `jid` is new (and now remembered).
+  bool Insert(const std::string& jid) {
+    std::lock_guard lock(mu_);
+    if (!set_.insert(jid).second) return false;
+    order_.push_back(jid);
+    if (order_.size() > capacity_) {
+      set_.erase(order_.front());
+      order_.pop_front();
+    }
+    return true;
+  }
+  bool Contains(const std::string& jid) const {
+    std::lock_guard lock(mu_);
+    return set_.count(jid) != 0;
+  }
+
+ private:
+  const std::size_t capacity_;
+  mutable std::mutex mu_;
+  std::deque<std::string> order_;
+  std::set<std::string> set_;
+};
+
 // Milliseconds on the steady clock (the loops' heartbeats).
 inline std::int64_t NowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -85,9 +114,11 @@ struct MasterDaemon::Impl {
   std::unique_ptr<cluster::PeerChannel> peers;
   std::unique_ptr<cluster::Membership> membership;  // cluster_backend: etcd
   std::unique_ptr<master::JobPublisher> cluster_publisher;
-  std::deque<std::string> recent_forwarded_jids;   // cluster loop only
-  std::set<std::string> recent_forwarded_jid_set;  // cluster loop only
+  SeenJids seen_jids{10000};
   std::atomic<std::uint64_t> forwarded_publishes{0};
+  std::atomic<std::uint64_t> storage_publishes{0};  // jobs found in the job cache only
+  std::atomic<bool> storage_scan_running{false};
+  std::atomic<bool> storage_scan_primed{false};
   std::atomic<std::uint64_t> stale_publishes_dropped{0};
 
   // Health: a checker thread probes the shared dir, the job cache and the loops every
@@ -110,6 +141,10 @@ struct MasterDaemon::Impl {
   // cluster_wiring.cc: the peer channel, its handlers and (etcd) membership.
   Status WireCluster(const cluster::CurveKeyPair& curve);
   void OnPeerMessage(const std::string& peer, cluster::PeerMessage message);  // cluster loop
+  // Every second (cluster loop timer; the scan itself on a worker): jobs in the job cache
+  // that reached this master by no other way are published here.
+  void StartStorageScan();
+  void ScanJobCacheForJobs();
   wire::Value ClusterStatus();
   cluster::HealthReport Health();
   std::string Metrics();

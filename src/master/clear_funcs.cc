@@ -42,6 +42,43 @@ wire::Value StrList(const std::vector<std::string>& v) {
   return wire::Value(std::move(a));
 }
 
+}  // namespace
+
+wire::Value MinionPublishLoad(const wire::Value& load) {
+  const wire::Value* kwargs = load.Find("kwargs");
+  std::string delimiter = ":";
+  if (kwargs) {
+    if (const std::string* d = kwargs->FindStr("delimiter")) delimiter = *d;
+  }
+  auto field = [&](const char* key, wire::Value fallback) {
+    const wire::Value* v = load.Find(key);
+    return v ? *v : fallback;
+  };
+  wire::Value pub = wire::Value::MapOf({{"fun", field("fun", wire::Value())},
+                                        {"arg", field("arg", wire::Value::EmptyArray())},
+                                        {"tgt", field("tgt", wire::Value())},
+                                        {"jid", field("jid", wire::Value())},
+                                        {"ret", field("ret", wire::Value(""))}});
+  if (delimiter != ":") pub.Set("delimiter", delimiter);
+  if (kwargs) {
+    if (const wire::Value* v = kwargs->Find("id")) pub.Set("id", *v);
+  }
+  pub.Set("tgt_type", field("tgt_type", wire::Value("glob")));
+  // The caller's timeout (Salt's LocalClient sends it), as Salt's master passes it on; the
+  // publisher keeps the job for replay that long (publish_replay.h).
+  if (const wire::Value* to = load.Find("to")) pub.Set("to", *to);
+  if (kwargs) {
+    for (const char* k :
+         {"ret_config", "metadata", "module_executors", "executor_opts", "ret_kwargs"}) {
+      if (const wire::Value* v = kwargs->Find(k)) pub.Set(k, *v);
+    }
+  }
+  pub.Set("user", field("user", wire::Value("root")));
+  return pub;
+}
+
+namespace {
+
 void Publish(MasterContext& ctx, wire::Value load, std::function<void(std::string)> reply) {
   if (!KeyMatches(ctx, load)) {
     spdlog::warn("publish refused: wrong or missing key");
@@ -107,26 +144,7 @@ void Publish(MasterContext& ctx, wire::Value load, std::function<void(std::strin
                                        {"arg", arg},
                                        {"minions", StrList(resolved->minions)},
                                        {"missing", StrList(resolved->missing)}}));
-  wire::Value pub = wire::Value::MapOf({{"fun", *fun},
-                                        {"arg", arg},
-                                        {"tgt", *tgt},
-                                        {"jid", jid},
-                                        {"ret", load.Find("ret") ? *load.Find("ret") : ""}});
-  if (delimiter != ":") pub.Set("delimiter", delimiter);
-  if (kwargs) {
-    if (const wire::Value* v = kwargs->Find("id")) pub.Set("id", *v);
-  }
-  pub.Set("tgt_type", tgt_type);
-  // The caller's timeout (Salt's LocalClient sends it), as Salt's master passes it on; the
-  // publisher keeps the job for replay that long (publish_replay.h).
-  if (const wire::Value* to = load.Find("to")) pub.Set("to", *to);
-  if (kwargs) {
-    for (const char* k :
-         {"ret_config", "metadata", "module_executors", "executor_opts", "ret_kwargs"}) {
-      if (const wire::Value* v = kwargs->Find(k)) pub.Set(k, *v);
-    }
-  }
-  pub.Set("user", user);
+  wire::Value pub = MinionPublishLoad(load);
   ctx.events->Fire("salt/job/" + jid + "/publish", pub);
   if (auto st = ctx.publisher->Publish(pub); !st.ok()) {
     spdlog::error("publish of job {} refused: {}", jid, st.error().ToString());

@@ -228,6 +228,38 @@ TEST_F(ClusterTest, ACliWhoseMasterIsKilledMidJobPrintsEveryReturnTheClusterStor
   EXPECT_NE(r.err.find("from the job cache"), std::string::npos) << r.err;
 }
 
+// Issue 16, deliver 4: a job that no peer could forward (the masters cannot reach each
+// other: here each one's peer list names an address nobody listens on, as after a cut of the
+// masters' own network) still reaches the other master's minions: that master finds it in
+// the shared job cache and publishes it; the CLI gets the return from the job cache.
+TEST_F(ClusterTest, AJobNoPeerCouldForwardReachesTheOtherMastersMinionsThroughTheJobCache) {
+  for (int i = 0; i < 2; ++i) ips_.push_back(UniqueLoopbackIp());
+  for (int i = 0; i < 2; ++i) {
+    MasterSpec spec;
+    spec.id = ips_[i];
+    spec.ip = ips_[i];
+    spec.auto_accept = true;
+    spec.cluster_id = "c1";
+    spec.shared_dir = shared_;
+    spec.cluster_peers = {UniqueLoopbackIp()};  // unreachable: no peer link ever comes up
+    masters_.push_back(std::make_unique<MasterUnderTest>(tmp_.path(), spec));
+  }
+  for (auto& m : masters_) m->StartAsync();
+  for (auto& m : masters_) m->WaitReady();
+  AddMinion("far", 1);
+  std::string last;
+  ASSERT_TRUE(EveryMinionAnswers(*masters_[1], "*", {"test.ping"}, 1, &last)) << last;
+  auto job = masters_[0]->Cli("halite", {"-t", "30", "--out", "txt", "far", "test.echo", "cut"});
+  EXPECT_EQ(job.exit_code, 0) << job.out << job.err;
+  EXPECT_EQ(job.out, "far: cut\n") << job.err;
+  auto status = masters_[1]->Cli("halite-run", {"--out", "json", "cluster.status"});
+  ASSERT_EQ(status.exit_code, 0) << status.err;
+  auto parsed = nlohmann::json::parse(status.out, nullptr, false);
+  ASSERT_TRUE(parsed.is_object()) << status.out;
+  EXPECT_GE(parsed.value("storage_publishes", 0), 1) << status.out;
+  EXPECT_EQ(parsed.value("forwarded_publishes", 1), 0) << status.out;
+}
+
 TEST_P(SharedFolderClusterTest, MastersStartedAtTheSameInstantShareOneClusterKeyAndOneAesKey) {
   MakeCluster(3);  // StartAsync on all three, then wait: they race on the empty shared dir
   std::optional<std::string> pub_key;

@@ -37,6 +37,10 @@ void HandleAuth(MasterContext& ctx, const wire::Value& load, int version,
 // clear_funcs.cc: publish, ping and halite's local tool commands.
 void HandleClear(MasterContext& ctx, const std::string& cmd, wire::Value load,
                  std::function<void(std::string)> reply);
+// clear_funcs.cc: what minions receive for a saved publish load (fun, arg, tgt, tgt_type,
+// jid, ret, to, user and the kwargs Salt passes on); `load` must carry its jid. Also used to
+// publish a job found in the job cache that no peer forwarded (a cut peer link).
+wire::Value MinionPublishLoad(const wire::Value& load);
 // aes_funcs.cc: _return, _pillar, _minion_event, file server, unknown -> {}.
 void DispatchAes(MasterContext& ctx, const std::string& cmd, AesRequest req);
 
