@@ -19,6 +19,31 @@ using Json = nlohmann::json;
 
 constexpr int kApiPort = 8000;
 
+// What a web UI does: log in with fetch(), open /events with EventSource, fire a hook once the
+// stream is open, and show what came back in the DOM (which chromium --dump-dom prints).
+constexpr const char* kBrowserPage = R"(<!DOCTYPE html>
+<html><body><div id="login">pending</div><div id="events">pending</div><script>
+(async () => {
+  const r = await fetch('/login', {method: 'POST', headers: {'Content-Type': 'application/json',
+      'Accept': 'application/json'}, body: JSON.stringify({username: 'alice', password: 'x',
+      eauth: 'auto'})});
+  const j = await r.json();
+  const token = j['return'][0].token;
+  document.getElementById('login').textContent = 'login:' + r.status + ':' + j['return'][0].user;
+  const es = new EventSource('/events?token=' + token);
+  es.onopen = () => fetch('/hook/browser/test', {method: 'POST', headers: {'X-Auth-Token': token,
+      'Content-Type': 'application/json'}, body: JSON.stringify({hello: 'browser'})});
+  es.onmessage = (m) => {
+    const e = JSON.parse(m.data);
+    if (e.tag === 'salt/netapi/hook/browser/test') {
+      document.getElementById('events').textContent = 'event:' + e.data.post.hello;
+      es.close();
+    }
+  };
+})();
+</script></body></html>
+)";
+
 struct ApiServers {
   TempDir tmp;
   std::string ip = UniqueLoopbackIp();
@@ -67,6 +92,7 @@ struct ApiServers {
     WriteFile(tmp.path() / "users", "carol:c-pass\n");
     WriteFile(tmp.path() / "app" / "index.html", "<html>the app</html>\n");
     WriteFile(tmp.path() / "app" / "static" / "app.js", "console.log('hi');\n");
+    WriteFile(tmp.path() / "app" / "static" / "browser.html", kBrowserPage);
     master = std::make_unique<MasterUnderTest>(tmp.path(), Spec(tmp.path(), ip));
     master->Start();
     MinionSpec m;
@@ -441,6 +467,24 @@ TEST_F(ApiTest, ServesTheAppAndStaticFilesAsRestCherrypy) {
   EXPECT_EQ(Call("GET", "/static/%2e%2e/users").status, 404);
   EXPECT_EQ(Call("GET", "/static/nope.js").status, 404);
   EXPECT_EQ(Call("GET", "/nothing-here").status, 404);
+}
+
+TEST_F(ApiTest, AHeadlessBrowserLogsInAndReceivesEvents) {
+  // Debian's chromium, kept off every network but this test's address: no DNS, no
+  // background services.
+  const auto profile = servers_->tmp.path() / "chromium";
+  auto r = halite::testing::Run(
+      {"/usr/bin/chromium", "--headless", "--no-sandbox", "--disable-gpu",
+       "--user-data-dir=" + profile.string(), "--no-first-run", "--disable-background-networking",
+       "--disable-component-update", "--disable-sync", "--disable-extensions",
+       "--disable-default-apps", "--disable-domain-reliability", "--no-default-browser-check",
+       "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE " + servers_->ip,
+       "--virtual-time-budget=20000", "--dump-dom",
+       "http://" + servers_->ip + ":8000/static/browser.html"},
+      90s);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("<div id=\"login\">login:200:alice</div>"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("<div id=\"events\">event:browser</div>"), std::string::npos) << r.out;
 }
 
 TEST_F(ApiTest, OversizedBodiesAre413AndMalformedRequests400) {
