@@ -108,12 +108,12 @@ Result<wire::Value> LocalClient::Call(wire::Value load) {
   return *inner;
 }
 
-Status LocalClient::SubscribeEvents() {
+Status LocalClient::SubscribeEvents(const std::vector<std::string>& prefixes) {
   try {
     sub_ = std::make_unique<zmq::socket_t>(context_, zmq::socket_type::sub);
     sub_->set(zmq::sockopt::linger, 0);
     sub_->set(zmq::sockopt::rcvhwm, 0);
-    sub_->set(zmq::sockopt::subscribe, "salt/job/");
+    for (const auto& prefix : prefixes) sub_->set(zmq::sockopt::subscribe, prefix);
     sub_->set(zmq::sockopt::subscribe, "halite/probe/");
     sub_->connect("ipc://" + options_.sock_dir + "/halite_event_pub.ipc");
   } catch (const zmq::error_t& e) {
@@ -169,6 +169,7 @@ Result<PublishReply> LocalClient::Publish(const PublishRequest& request) {
     if (const std::string* name = k.str()) load.Find("kwargs")->Set(*name, v);
   }
   if (request.timeout) load.Set("to", static_cast<std::int64_t>(request.timeout->count()));
+  if (!request.token.empty()) load.Set("token", request.token);
   auto reply = Call(std::move(load));
   if (!reply.ok()) {
     if (reply.error().message.rfind("Master could not resolve minions", 0) == 0) {

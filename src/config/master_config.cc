@@ -378,6 +378,25 @@ void Derive(YamlMapReader& r, MasterConfig& c) {
   }
 }
 
+// The keys the master's token publishes and halite-api read from this same document
+// (auth::ParseAuthOptions, api::ParseApiOptions): checked for their type here so that --check
+// names a bad one and no "not supported" warning is given for them.
+void ReadApiKeys(YamlMapReader& r) {
+  YAML::Node node;
+  std::chrono::seconds seconds{};
+  std::string text;
+  bool flag = false;
+  std::vector<std::string> list;
+  r.ReadMap("external_auth", node);
+  r.ReadMap("rest_cherrypy", node);
+  r.ReadDuration("token_expire", seconds, 1, 10LL * 365 * 86400);
+  r.ReadString("token_dir", text);
+  r.ReadString("auth.pam.service", text);
+  r.ReadBool("permissive_acl", flag);
+  r.ReadBool("halite_eauth_auto", flag);
+  r.ReadStringList("netapi_enable_clients", list, false);
+}
+
 }  // namespace
 
 Result<Loaded<MasterConfig>> MasterConfigFromYaml(const YAML::Node& root) {
@@ -385,6 +404,7 @@ Result<Loaded<MasterConfig>> MasterConfigFromYaml(const YAML::Node& root) {
   MasterConfig config;
   ReadAll(reader, config);
   Validate(reader, config);
+  ReadApiKeys(reader);
   reader.WarnUnknownKeys(&internal::DescribeUnreadMasterKey);
   HALITE_RETURN_IF_ERROR(ProblemsToStatus(reader.problems()));
   Derive(reader, config);

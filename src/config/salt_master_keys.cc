@@ -63,11 +63,11 @@ constexpr SaltMasterKey kSaltMasterKeys[] = {
     {"dummy_pub", SaltKeySupport::kIgnored, "",
      "an internal detail of salt-master with no counterpart"},
     {"eauth_acl_module", SaltKeySupport::kNotSupported, "",
-     "no eauth or publisher ACLs: halite, halite-key and halite-run reach the master through "
-     "sock_dir, which only the master's user may open"},
+     "halite-api's eauth does not have it (docs/api.md: external_auth, token_expire, "
+     "token_dir, permissive_acl are read)"},
     {"eauth_tokens", SaltKeySupport::kNotSupported, "",
-     "no eauth or publisher ACLs: halite, halite-key and halite-run reach the master through "
-     "sock_dir, which only the master's user may open"},
+     "halite-api's eauth does not have it (docs/api.md: external_auth, token_expire, "
+     "token_dir, permissive_acl are read)"},
     {"enable_gpu_grains", SaltKeySupport::kIgnored, "",
      "halite-master computes no grains of its own"},
     {"enable_ssh_minions", SaltKeySupport::kNotSupported, "false", "no salt-ssh"},
@@ -142,8 +142,8 @@ constexpr SaltMasterKey kSaltMasterKeys[] = {
     {"job_cache_store_endtime", SaltKeySupport::kIgnored, "",
      "an internal detail of salt-master with no counterpart"},
     {"keep_acl_in_token", SaltKeySupport::kNotSupported, "",
-     "no eauth or publisher ACLs: halite, halite-key and halite-run reach the master through "
-     "sock_dir, which only the master's user may open"},
+     "halite-api's eauth does not have it (docs/api.md: external_auth, token_expire, "
+     "token_dir, permissive_acl are read)"},
     {"key_cache", SaltKeySupport::kIgnored, "",
      "an internal detail of salt-master with no counterpart"},
     {"key_logfile", SaltKeySupport::kIgnored, "",
@@ -188,7 +188,8 @@ constexpr SaltMasterKey kSaltMasterKeys[] = {
     {"module_dirs", SaltKeySupport::kIgnored, "",
      "halite-master loads no Python modules (minions still sync _modules and friends from "
      "file_roots)"},
-    {"netapi_", SaltKeySupport::kNotSupported, "", "no salt-api"},
+    {"netapi_", SaltKeySupport::kNotSupported, "",
+     "halite-api reads netapi_enable_clients only (docs/api.md)"},
     {"*niceness", SaltKeySupport::kIgnored, "", "halite-master runs no worker processes to renice"},
     {"on_demand_ext_pillar", SaltKeySupport::kNotSupported, "",
      "ext_pillar supports cmd_yaml, cmd_json and file_tree only (docs/pillar.md)"},
@@ -319,8 +320,8 @@ constexpr SaltMasterKey kSaltMasterKeys[] = {
     {"thorium_", SaltKeySupport::kNotSupported, "", "no thorium"},
     {"thoriumenv", SaltKeySupport::kNotSupported, "", "no thorium"},
     {"token_", SaltKeySupport::kNotSupported, "",
-     "no eauth or publisher ACLs: halite, halite-key and halite-run reach the master through "
-     "sock_dir, which only the master's user may open"},
+     "halite-api's eauth does not have it (docs/api.md: external_auth, token_expire, "
+     "token_dir, permissive_acl are read)"},
     {"top_file_merging_strategy", SaltKeySupport::kIgnored, "",
      "states run on the minions with their own settings"},
     {"transport", SaltKeySupport::kNotSupported, "zeromq", "only the ZeroMQ transport"},

@@ -176,6 +176,13 @@ Result<std::unique_ptr<MasterDaemon>> MasterDaemon::Create(config::MasterConfig 
       impl->job_cache, registry.Create(cfg.master_job_cache,
                                        jobs::JobCacheContext{cachedir, cfg.id}, job_cache_options));
   HALITE_ASSIGN_OR_RETURN(impl->ctx.root_key, LoadOrCreateRootKey(cachedir));
+  {
+    HALITE_ASSIGN_OR_RETURN(auth::AuthOptions auth_options,
+                            auth::ParseAuthOptions(cfg.source, cfg.cachedir));
+    HALITE_ASSIGN_OR_RETURN(impl->authenticator,
+                            auth::Authenticator::Open(std::move(auth_options)));
+    impl->ctx.authenticator = impl->authenticator.get();
+  }
 
   HALITE_ASSIGN_OR_RETURN(keys::AuthPolicyOptions policy, AuthPolicyFrom(cfg));
 

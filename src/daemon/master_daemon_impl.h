@@ -90,6 +90,7 @@ struct MasterDaemon::Impl {
   std::unique_ptr<jobs::JobCache> job_cache;
   jobs::JidGenerator jids;
   std::unique_ptr<master::MinionData> minion_data;
+  std::unique_ptr<auth::Authenticator> authenticator;  // eauth tokens (publish with `token`)
   std::unique_ptr<render::Renderer> renderer;
   master::Counters counters;
   std::atomic<std::uint64_t> counters_reloaded{0};

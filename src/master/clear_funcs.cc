@@ -1,15 +1,18 @@
 // salt-wire 6.3 and 7.2: clear commands. `publish` from the salt/halite CLIs, `ping`, and the
-// `_halite_*` commands that halite's local tools use (lookup_jid, list_jobs, probe). Every
-// command but ping requires the root key from <cachedir>/.root_key (file permissions are
-// the access control, as with Salt's local client).
+// `_halite_*` commands that halite's local tools use (lookup_jid, list_jobs, probe, fire_event).
+// Every command but ping requires the root key from <cachedir>/.root_key (file permissions are
+// the access control, as with Salt's local client), except a publish carrying an eauth `token`
+// (halite-api), which is checked against external_auth instead.
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <set>
 
 #include "halite/jobs/jid.h"
 #include "halite/master/handlers.h"
 #include "halite/master/targeting.h"
 #include "halite/wire/encoding.h"
+#include "halite/wire/event.h"
 #include "halite/wire/target.h"
 
 namespace halite::master {
@@ -79,13 +82,61 @@ wire::Value MinionPublishLoad(const wire::Value& load) {
 
 namespace {
 
+std::string NamedError(const char* name, const char* message) {
+  return wire::Pack(
+      wire::Value::MapOf({{"error", wire::Value::MapOf({{"name", name}, {"message", message}})}}));
+}
+
+// Salt's clear publish with an eauth `token` (halite-api's path): the token must be valid and
+// the external_auth ACL of its user must allow the functions on the target (target-scoped
+// entries resolved as this publish resolves its target). The load's user becomes the token's.
+// Returns the error reply, or empty when allowed.
+std::string CheckTokenPublish(MasterContext& ctx, wire::Value& load) {
+  const std::string* token = load.FindStr("token");
+  if (!ctx.authenticator || !token) {
+    return NamedError("TokenAuthenticationError",
+                      "Authentication failure of type \"token\" occurred.");
+  }
+  auto checked = ctx.authenticator->CheckToken(*token);
+  if (!checked.ok()) {
+    spdlog::warn("publish refused: {}", checked.error().message);
+    return NamedError("TokenAuthenticationError",
+                      "Authentication failure of type \"token\" occurred.");
+  }
+  const wire::Value* tgt = load.Find("tgt");
+  const wire::Value* fun = load.Find("fun");
+  if (!tgt || !fun) return ClearError("publish needs tgt and fun");
+  std::string tgt_type = load.FindStr("tgt_type") ? *load.FindStr("tgt_type") : "glob";
+  const wire::Value empty = wire::Value::EmptyArray();
+  const wire::Value* arg = load.Find("arg") ? load.Find("arg") : &empty;
+  auto resolve = [&ctx](const wire::Value& t,
+                        std::string_view type) -> Result<std::set<std::string>> {
+    HALITE_ASSIGN_OR_RETURN(Resolved r, ResolveTargets(ctx, t, std::string(type), ":"));
+    return std::set<std::string>(r.minions.begin(), r.minions.end());
+  };
+  if (!auth::AuthCheck(ctx.authenticator->AuthList(*checked), *fun, *arg, *tgt, tgt_type,
+                       resolve)) {
+    spdlog::warn("publish refused: external_auth does not allow {} ({}) to run {} on {}",
+                 checked->name, checked->eauth, fun->ToJson(), tgt->ToJson());
+    return NamedError("AuthorizationError", "Authorization error occurred.");
+  }
+  load.Set("user", checked->name);
+  return "";
+}
+
 void Publish(MasterContext& ctx, wire::Value load, std::function<void(std::string)> reply) {
-  if (!KeyMatches(ctx, load)) {
+  if (load.Find("token")) {
+    if (std::string refused = CheckTokenPublish(ctx, load); !refused.empty()) {
+      reply(std::move(refused));
+      return;
+    }
+  } else if (!KeyMatches(ctx, load)) {
     spdlog::warn("publish refused: wrong or missing key");
     reply(AuthError());
     return;
   }
   load.Erase("key");
+  load.Erase("token");
   const wire::Value* tgt = load.Find("tgt");
   const wire::Value* fun = load.Find("fun");
   if (!tgt || !fun) {
@@ -262,6 +313,19 @@ void KeyEvents(MasterContext& ctx, const wire::Value& load,
   reply(ClearReply(wire::Value::MapOf({{"fired", events->array()->size()}})));
 }
 
+// An event for halite-api (salt/netapi/hook/...), fired on this master's bus like any other.
+void FireEvent(MasterContext& ctx, const wire::Value& load,
+               std::function<void(std::string)> reply) {
+  const std::string* tag = load.FindStr("tag");
+  const wire::Value* data = load.Find("data");
+  if (!tag || !wire::ValidEventTag(*tag) || !data || !data->is_map()) {
+    reply(ClearError("_halite_fire_event needs a valid tag and a map of data"));
+    return;
+  }
+  ctx.events->Fire(*tag, *data);
+  reply(ClearReply(wire::Value::MapOf({{"fired", true}})));
+}
+
 // manage.present and friends: the minions presence.h counts as present, {id: ""} (no
 // address: presence is by identity, not by connection).
 void PresenceList(MasterContext& ctx, std::function<void(std::string)> reply) {
@@ -292,6 +356,7 @@ void HandleClear(MasterContext& ctx, const std::string& cmd, wire::Value load,
     if (cmd == "_halite_list_jobs") return ListJobs(ctx, std::move(reply));
     if (cmd == "_halite_key_event") return KeyEvents(ctx, load, std::move(reply));
     if (cmd == "_halite_presence") return PresenceList(ctx, std::move(reply));
+    if (cmd == "_halite_fire_event") return FireEvent(ctx, load, std::move(reply));
     if (cmd == "_halite_probe") {
       // Lets a client prove its event subscription is live before it publishes.
       const std::string* nonce = load.FindStr("nonce");

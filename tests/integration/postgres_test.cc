@@ -161,8 +161,8 @@ TEST_F(PostgresTest, StoppingPostgresMidJobLosesNoReturnAndTheJobCompletesAfter)
   CommandResult health;
   EXPECT_TRUE(WaitFor(
       [&] {
-        health = halite::testing::Run({"/usr/bin/curl", "-s", "-w", "\n%{http_code}",
-                                       "--max-time", "5", "http://" + spec.ip + ":4510/health"});
+        health = halite::testing::Run({"/usr/bin/curl", "-s", "-w", "\n%{http_code}", "--max-time",
+                                       "5", "http://" + spec.ip + ":4510/health"});
         return health.out.find("job cache") != std::string::npos &&
                health.out.find("\n503") != std::string::npos;
       },

@@ -40,6 +40,9 @@ struct PublishRequest {
   // The caller's timeout, sent as the publish's `to` (as Salt's LocalClient does for a
   // syndic): the masters keep the job for replay to minions that reconnect that long.
   std::optional<std::chrono::seconds> timeout;
+  // An eauth token (halite-api): the master then checks the token's user's external_auth ACL
+  // instead of the root key, and publishes as that user.
+  std::string token;
 };
 
 struct PublishReply {
@@ -80,8 +83,9 @@ class LocalClient {
   // A clear request with the root key added; the reply's `load` map, or the error it carried.
   Result<wire::Value> Call(wire::Value load);
   // Subscribes to the event bus and proves the subscription is live (a probe event echoes
-  // back), so no event fired after this returns can be missed.
-  Status SubscribeEvents();
+  // back), so no event fired after this returns can be missed. `prefixes`: the tags wanted
+  // ("" for every event).
+  Status SubscribeEvents(const std::vector<std::string>& prefixes = {"salt/job/"});
   Result<PublishReply> Publish(const PublishRequest& request);
   // Streams `salt/job/<jid>/ret/<id>` events until every expected minion answered or the
   // timeout passed (extended while minions report the job still running). Whenever no event

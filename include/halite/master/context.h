@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 
+#include "halite/auth/authenticator.h"
 #include "halite/config/master_config.h"
 #include "halite/jobs/jid.h"
 #include "halite/jobs/job_cache.h"
@@ -108,6 +109,9 @@ struct MasterContext {
   LiveSetting<pillar::PillarCompiler> pillar;  // null: every minion gets an empty pillar
   LiveSetting<keys::AuthPolicyOptions> auth_policy;
   std::string root_key;  // <cachedir>/.root_key: what local CLIs must present
+  // eauth tokens and external_auth (null: a publish with a `token` is refused). A publish
+  // carrying a token is checked against the token's user's ACL here, on the master.
+  auth::Authenticator* authenticator = nullptr;
   Counters* counters = nullptr;
   ReplayGuard* replay = nullptr;             // null: no nonce memory
   EventRateLimiter* event_limits = nullptr;  // null: no per-minion event limit

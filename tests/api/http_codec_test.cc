@@ -1,0 +1,94 @@
+// rest_cherrypy's body processors and lowdata_fmt (salt/netapi/rest_cherrypy/app.py).
+#include "halite/api/http_codec.h"
+
+#include <gtest/gtest.h>
+
+namespace halite::api {
+namespace {
+
+TEST(HttpCodecTest, JsonBodiesKeepTheirTypes) {
+  auto v = ParseBody(
+      "application/json; charset=utf-8",
+      R"([{"client": "local", "tgt": "*", "fun": "test.arg", "arg": [1, 2.5, true, null, "x"]}])");
+  ASSERT_TRUE(v.ok());
+  const wire::Value& arg = *v->array()->front().Find("arg");
+  EXPECT_EQ(arg, wire::Value(wire::Array{1, 2.5, true, wire::Value(), "x"}));
+  auto bad = ParseBody("application/json", "{nope");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().message, "Invalid JSON document");
+}
+
+TEST(HttpCodecTest, DeepJsonIsRefused) {
+  std::string deep(10000, '[');
+  deep += std::string(10000, ']');
+  EXPECT_FALSE(ParseBody("application/json", deep).ok());
+}
+
+TEST(HttpCodecTest, YamlAndTextBodies) {
+  auto y = ParseBody("application/x-yaml", "client: local\ntgt: '*'\nfun: test.ping\n");
+  ASSERT_TRUE(y.ok());
+  EXPECT_EQ(*y->FindStr("tgt"), "*");
+  EXPECT_FALSE(ParseBody("text/yaml", "a: [1\n").ok());
+  auto t = ParseBody("text/plain", R"({"a": 1})");
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(*t->Find("a"), wire::Value(1));
+  auto raw = ParseBody("text/plain", "not json");
+  ASSERT_TRUE(raw.ok());
+  EXPECT_EQ(*raw->str(), "not json");
+}
+
+TEST(HttpCodecTest, FormBodiesRepeatKeysAndYamlifyArgs) {
+  auto f = ParseBody("application/x-www-form-urlencoded",
+                     "client=local&tgt=%2A&fun=test.kwarg&arg=one%3D1&arg=2&username=a+b");
+  ASSERT_TRUE(f.ok());
+  EXPECT_EQ(*f->FindStr("tgt"), "*");
+  EXPECT_EQ(*f->FindStr("username"), "a b");
+  EXPECT_EQ(*f->Find("arg"), wire::Value(wire::Array{"one=1", 2}));
+  auto one = ParseBody("application/x-www-form-urlencoded", "fun=test.echo&arg=hello");
+  ASSERT_TRUE(one.ok());
+  EXPECT_EQ(*one->Find("arg"), wire::Value(wire::Array{"hello"}));
+}
+
+TEST(HttpCodecTest, UnknownContentTypesAre406AndEmptyBodiesNil) {
+  auto x = ParseBody("application/xml", "<a/>");
+  ASSERT_FALSE(x.ok());
+  EXPECT_EQ(x.error().message, "Content type not supported");
+  auto empty = ParseBody("application/xml", "");
+  ASSERT_TRUE(empty.ok());
+  EXPECT_TRUE(empty->is_nil());
+}
+
+TEST(HttpCodecTest, LowdataFmtWrapsOneChunk) {
+  wire::Value chunk = wire::Value::MapOf({{"fun", "test.echo"}, {"arg", "hi"}});
+  wire::Value low = ToLowstate(chunk);
+  ASSERT_TRUE(low.array());
+  EXPECT_EQ(*low.array()->front().Find("arg"), wire::Value(wire::Array{"hi"}));
+  wire::Value list(wire::Array{chunk});
+  EXPECT_EQ(ToLowstate(list), list);
+  EXPECT_TRUE(ToLowstate(wire::Value("x")).is_str());
+}
+
+TEST(HttpCodecTest, QueryCookiesAndAccept) {
+  auto q = ParseQuery("token=ab%20c&salt_token=&x");
+  EXPECT_EQ(q["token"], "ab c");
+  EXPECT_EQ(q["salt_token"], "");
+  EXPECT_TRUE(q.count("x"));
+  auto c = ParseCookies("a=1; session_id=\"abc\"; other=2");
+  EXPECT_EQ(c["session_id"], "abc");
+  EXPECT_EQ(c["other"], "2");
+  EXPECT_EQ(BestContentType(""), "application/json");
+  EXPECT_EQ(BestContentType("*/*"), "application/json");
+  EXPECT_EQ(BestContentType("application/x-yaml"), "application/x-yaml");
+  EXPECT_EQ(BestContentType("application/json, application/x-yaml"), "application/json");
+  EXPECT_EQ(UrlDecode("%zz%4"), "%zz%4");
+}
+
+TEST(HttpCodecTest, ErrorPagesEscapeTheMessage) {
+  std::string page = ErrorPage(401, "<script>");
+  EXPECT_NE(page.find("<title>401 Unauthorized</title>"), std::string::npos);
+  EXPECT_NE(page.find("&lt;script&gt;"), std::string::npos);
+  EXPECT_EQ(page.find("<script>"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace halite::api
