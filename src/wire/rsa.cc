@@ -20,6 +20,7 @@
 #include <utility>
 
 #include "rsa_ctx.h"
+#include "rsa_der.h"
 
 namespace halite::wire {
 namespace {
@@ -80,12 +81,18 @@ const EVP_MD* OaepMd(OaepHash hash) {
 }
 const EVP_MD* SigMd(SigHash hash) { return hash == SigHash::kSha224 ? EVP_sha224() : EVP_sha1(); }
 
-// Decodes one RSA key of the given selection from PEM text.
+Result<std::shared_ptr<EVP_PKEY>> CheckedRsaKey(std::shared_ptr<EVP_PKEY> pkey,
+                                                const std::string& prefix);
+
+// Decodes one RSA key of the given selection from PEM text: public keys in the shapes minions
+// send through rsa_der.h, everything else through OpenSSL's decoder.
 Result<std::shared_ptr<EVP_PKEY>> DecodePem(std::string_view pem, int selection,
                                             std::string_view what) {
   const std::string prefix = std::string(what) + " PEM: ";
   if (pem.empty()) return Error::InvalidArgument(prefix + "empty");
   EVP_PKEY* raw = nullptr;
+  if (selection == EVP_PKEY_PUBLIC_KEY) raw = internal::FastRsaPublicKeyFromPem(pem);
+  if (raw != nullptr) return CheckedRsaKey(Share(raw), prefix);
   DecoderCtx ctx(
       OSSL_DECODER_CTX_new_for_pkey(&raw, "PEM", nullptr, "RSA", selection, nullptr, nullptr));
   if (ctx == nullptr) return Error::Internal(prefix + TakeOpenSslError());
@@ -96,8 +103,13 @@ Result<std::shared_ptr<EVP_PKEY>> DecodePem(std::string_view pem, int selection,
     EVP_PKEY_free(raw);
     return Error::InvalidArgument(prefix + "cannot parse: " + TakeOpenSslError());
   }
-  std::shared_ptr<EVP_PKEY> pkey = Share(raw);
   ERR_clear_error();  // decoders that were tried and failed may leave entries behind
+  return CheckedRsaKey(Share(raw), prefix);
+}
+
+// The checks every decoded key goes through, whichever way it was decoded.
+Result<std::shared_ptr<EVP_PKEY>> CheckedRsaKey(std::shared_ptr<EVP_PKEY> pkey,
+                                                const std::string& prefix) {
   if (!EVP_PKEY_is_a(pkey.get(), "RSA")) return Error::InvalidArgument(prefix + "not an RSA key");
   const int bits = EVP_PKEY_get_bits(pkey.get());
   if (bits < kMinBits || bits > kMaxBits) {
