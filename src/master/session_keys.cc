@@ -10,6 +10,7 @@
 #include <cstring>
 #include <list>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
@@ -27,16 +28,37 @@ CrypticlePtr FreshKey() {
 
 // --- memory ---------------------------------------------------------------------------------
 
+// A session file another master left (salt-master before a migration, docs/migrate.md): its
+// key and mtime when it is still within `lifetime`, else nullopt. Never written.
+struct Adopted {
+  CrypticlePtr key;
+  std::chrono::system_clock::time_point made;
+};
+std::optional<Adopted> AdoptFile(const std::filesystem::path& path, std::chrono::seconds lifetime,
+                                 std::chrono::system_clock::time_point now) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
+  const auto mtime = std::chrono::system_clock::time_point(
+      std::chrono::seconds(st.st_mtim.tv_sec) + std::chrono::nanoseconds(st.st_mtim.tv_nsec));
+  if (now - mtime >= lifetime) return std::nullopt;
+  auto text = keys::ReadFile(path);
+  if (!text.ok()) return std::nullopt;
+  auto key = wire::Crypticle::FromKeyString(*text);
+  if (!key.ok()) return std::nullopt;
+  return Adopted{std::make_shared<const wire::Crypticle>(std::move(*key)), mtime};
+}
+
 class MemorySessionKeys final : public SessionKeys {
  public:
-  MemorySessionKeys(std::chrono::seconds lifetime, std::size_t capacity)
-      : lifetime_(lifetime), capacity_(capacity) {
+  MemorySessionKeys(std::chrono::seconds lifetime, std::size_t capacity,
+                    std::filesystem::path adopt_dir)
+      : lifetime_(lifetime), capacity_(capacity), adopt_dir_(std::move(adopt_dir)) {
     HALITE_CHECK(capacity_ > 0) << "MemorySessionKeys needs room for one key";
   }
 
   // SessionKeys:
   Result<CrypticlePtr> Get(std::string_view id, const keys::FileStamp& key_stamp) override {
-    const auto now = std::chrono::steady_clock::now();
+    const auto now = std::chrono::system_clock::now();
     std::lock_guard lock(mu_);
     auto it = keys_.find(std::string(id));
     if (it != keys_.end()) {
@@ -51,9 +73,17 @@ class MemorySessionKeys final : public SessionKeys {
       keys_.erase(lru_.back());
       lru_.pop_back();
     }
+    Entry entry{FreshKey(), key_stamp, now, {}};
+    if (!adopt_dir_.empty()) {
+      // One stat per minion this master has not seen since it started.
+      if (auto adopted = AdoptFile(adopt_dir_ / std::string(id), lifetime_, now)) {
+        entry.key = adopted->key;
+        entry.made = adopted->made;
+      }
+    }
     lru_.emplace_front(id);
-    auto [pos, inserted] =
-        keys_.emplace(std::string(id), Entry{FreshKey(), key_stamp, now, lru_.begin()});
+    entry.lru = lru_.begin();
+    auto [pos, inserted] = keys_.emplace(std::string(id), std::move(entry));
     return pos->second.key;
   }
   void Forget(std::string_view /*id*/) override {}
@@ -66,12 +96,13 @@ class MemorySessionKeys final : public SessionKeys {
   struct Entry {
     CrypticlePtr key;
     keys::FileStamp key_stamp;
-    std::chrono::steady_clock::time_point made;
+    std::chrono::system_clock::time_point made;
     std::list<std::string>::iterator lru;
   };
 
   const std::chrono::seconds lifetime_;
   const std::size_t capacity_;
+  const std::filesystem::path adopt_dir_;
   std::mutex mu_;
   std::unordered_map<std::string, Entry> keys_ HALITE_GUARDED_BY(mu_);
   std::list<std::string> lru_ HALITE_GUARDED_BY(mu_);  // most recent first
@@ -220,8 +251,9 @@ std::unique_ptr<SessionKeys> MakeFileSessionKeys(std::filesystem::path dir,
 }
 
 std::unique_ptr<SessionKeys> MakeMemorySessionKeys(std::chrono::seconds lifetime,
-                                                   std::size_t capacity) {
-  return std::make_unique<MemorySessionKeys>(lifetime, capacity);
+                                                   std::size_t capacity,
+                                                   std::filesystem::path adopt_dir) {
+  return std::make_unique<MemorySessionKeys>(lifetime, capacity, std::move(adopt_dir));
 }
 
 }  // namespace halite::master

@@ -52,6 +52,20 @@ TEST(MemorySessionKeysTest, NoFileIsWrittenAndTheCountIsBounded) {
   EXPECT_TRUE(std::filesystem::is_empty(dir.path()));
 }
 
+TEST(MemorySessionKeysTest, ASessionFileLeftBySaltMasterIsTakenOverButNeverWritten) {
+  testing::ScratchDir dir("halite-sessions");
+  const std::filesystem::path sessions = dir.path() / "sessions";
+  auto writer = MakeFileSessionKeys(sessions, hours(24));  // as salt-master left it
+  const std::string left = writer->Get("web1", kStamp).value()->key_string();
+  auto keys = MakeMemorySessionKeys(hours(24), 100, sessions);
+  EXPECT_EQ(keys->Get("web1", kStamp).value()->key_string(), left);
+  ASSERT_TRUE(keys->Get("db1", kStamp).ok());
+  EXPECT_FALSE(std::filesystem::exists(sessions / "db1"));
+  // An expired file is not taken over.
+  auto short_lived = MakeMemorySessionKeys(seconds(0), 100, sessions);
+  EXPECT_NE(short_lived->Get("web1", kStamp).value()->key_string(), left);
+}
+
 TEST(FileSessionKeysTest, MastersSharingTheDirectoryAgree) {
   testing::ScratchDir dir("halite-sessions");
   auto one = MakeFileSessionKeys(dir.path() / "sessions", hours(24));

@@ -2,9 +2,11 @@
 // minion its key, its requests are encrypted with it, and it is renewed after
 // `publish_session`. Two backends:
 // - memory (MakeMemorySessionKeys): a single master, the only one that ever sees the key, so
-//   no file at all. A key lives as long as the accepted key file it was made for (same
+//   no file is written. A key lives as long as the accepted key file it was made for (same
 //   FileStamp): a deleted and re-accepted minion gets a new one. Lost at a restart, which
-//   also changes the AES key, so every minion signs in again anyway.
+//   also changes the AES key, so every minion signs in again anyway. A session file already
+//   in `adopt_dir` (what salt-master left before a migration) is taken over while it is
+//   within the lifetime, so a migrated minion keeps its session key.
 // - file (MakeFileSessionKeys): one file per minion under <cachedir>/sessions, as Salt keeps
 //   them, cached in memory; what masters sharing a cachedir need (cluster mode). halite-key -d
 //   removes the file.
@@ -42,7 +44,9 @@ class SessionKeys {
 std::unique_ptr<SessionKeys> MakeFileSessionKeys(std::filesystem::path dir,
                                                  std::chrono::seconds lifetime);
 // At most `capacity` keys (least recently used dropped first; that minion signs in again).
+// `adopt_dir` may be empty (no file is ever read).
 std::unique_ptr<SessionKeys> MakeMemorySessionKeys(std::chrono::seconds lifetime,
-                                                   std::size_t capacity);
+                                                   std::size_t capacity,
+                                                   std::filesystem::path adopt_dir = {});
 
 }  // namespace halite::master
