@@ -7,8 +7,8 @@
 
 namespace halite::master {
 
-MinionKeys::MinionKeys(keys::KeyStore& store, std::size_t capacity)
-    : store_(store), capacity_(capacity) {
+MinionKeys::MinionKeys(keys::KeyStore& store, std::size_t capacity, std::size_t max_unconfirmed)
+    : store_(store), capacity_(capacity), max_unconfirmed_(max_unconfirmed) {
   HALITE_CHECK(capacity_ > 0) << "MinionKeys needs room for one key";
 }
 
@@ -17,14 +17,18 @@ void MinionKeys::Touch(Entry& entry) { lru_.splice(lru_.begin(), lru_, entry.lru
 void MinionKeys::Erase(std::string_view id) {
   auto it = cache_.find(std::string(id));
   if (it == cache_.end()) return;
+  if (it->second.stamp == keys::FileStamp{}) --unconfirmed_;
   lru_.erase(it->second.lru);
   cache_.erase(it);
 }
 
 MinionKeys::Entry* MinionKeys::Remember(std::string_view id, keys::FileStamp stamp,
                                         std::string text, wire::RsaPublicKey key) {
+  const bool unconfirmed = stamp == keys::FileStamp{};
   auto it = cache_.find(std::string(id));
   if (it != cache_.end()) {
+    unconfirmed_ += unconfirmed;
+    unconfirmed_ -= it->second.stamp == keys::FileStamp{};
     it->second.stamp = stamp;
     it->second.text = std::move(text);
     it->second.key = std::move(key);
@@ -32,10 +36,8 @@ MinionKeys::Entry* MinionKeys::Remember(std::string_view id, keys::FileStamp sta
     Touch(it->second);
     return &it->second;
   }
-  while (cache_.size() >= capacity_) {
-    cache_.erase(lru_.back());
-    lru_.pop_back();
-  }
+  while (cache_.size() >= capacity_) Erase(std::string(lru_.back()));
+  unconfirmed_ += unconfirmed;
   lru_.emplace_front(id);
   auto [pos, inserted] = cache_.emplace(
       std::string(id), Entry{stamp, std::move(text), std::move(key), std::string(), lru_.begin()});
@@ -61,7 +63,11 @@ Result<MinionKeys::Entry*> MinionKeys::Fresh(std::string_view id) {
   if (it != cache_.end() && it->second.text == *pem) {
     // Same text in a new file (or the file Parse's caller wrote): the parsed key stands, but a
     // token verified against the old file is checked again.
-    if (it->second.stamp != keys::FileStamp{}) it->second.verified_tok.clear();
+    if (it->second.stamp != keys::FileStamp{}) {
+      it->second.verified_tok.clear();
+    } else {
+      --unconfirmed_;
+    }
     it->second.stamp = *stamp;
     Touch(it->second);
     return &it->second;
@@ -103,7 +109,9 @@ Result<wire::RsaPublicKey> MinionKeys::Parse(std::string_view id, std::string_vi
   std::lock_guard lock(mu_);
   auto it = cache_.find(std::string(id));
   // A key the file was seen holding is not displaced by text nobody has written yet.
-  if (it == cache_.end() || it->second.stamp == keys::FileStamp{}) {
+  const bool room = unconfirmed_ < max_unconfirmed_;
+  if ((it == cache_.end() && room) ||
+      (it != cache_.end() && it->second.stamp == keys::FileStamp{})) {
     Remember(id, keys::FileStamp{}, std::string(pem), key);
   }
   return key;
@@ -135,6 +143,11 @@ Status MinionKeys::VerifyToken(std::string_view id, std::string_view tok) {
 std::size_t MinionKeys::SizeForTest() {
   std::lock_guard lock(mu_);
   return cache_.size();
+}
+
+std::size_t MinionKeys::UnconfirmedForTest() {
+  std::lock_guard lock(mu_);
+  return unconfirmed_;
 }
 
 std::size_t MinionKeys::ParsesForTest() {

@@ -114,6 +114,25 @@ TEST_F(MinionKeysTest, TheCacheHoldsAtMostItsCapacity) {
   EXPECT_EQ(keys.ParsesForTest(), 10u);
 }
 
+TEST_F(MinionKeysTest, KeysSentForIdsWithoutAKeyFileTakeABoundedPartOfTheCache) {
+  MinionKeys keys(*store_, /*capacity=*/100, /*max_unconfirmed=*/2);
+  // Strangers' sign-ins (pending, never accepted): parsed, but only two are remembered.
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(keys.Parse("stranger" + std::to_string(i), Pem(0)).ok());
+  EXPECT_EQ(keys.SizeForTest(), 2u);
+  EXPECT_EQ(keys.UnconfirmedForTest(), 2u);
+  // Once a key file holds the text, the entry is confirmed and room is made.
+  Accept("stranger0", Pem(0));
+  ASSERT_TRUE(keys.Get("stranger0").ok());
+  EXPECT_EQ(keys.UnconfirmedForTest(), 1u);
+  ASSERT_TRUE(keys.Parse("web1", Pem(1)).ok());
+  EXPECT_EQ(keys.UnconfirmedForTest(), 2u);
+  Accept("web1", Pem(1));
+  const std::size_t parses = keys.ParsesForTest();
+  EXPECT_EQ(keys.Get("web1").value().ToPem(), Pem(1));
+  EXPECT_EQ(keys.ParsesForTest(), parses);  // the remembered parse was used
+  EXPECT_EQ(keys.UnconfirmedForTest(), 1u);
+}
+
 TEST_F(MinionKeysTest, ATokenIsVerifiedOncePerKeyFile) {
   MinionKeys keys(*store_);
   Accept("web1", Pem(0));

@@ -28,8 +28,12 @@ namespace halite::master {
 class MinionKeys {
  public:
   static constexpr std::size_t kDefaultCapacity = 200'000;
+  // Entries Parse made for text no key file was seen holding yet (sign-ins in flight): few at
+  // any time, and strangers sending keys for made-up ids must not fill the cache with them.
+  static constexpr std::size_t kDefaultUnconfirmed = 1024;
 
-  explicit MinionKeys(keys::KeyStore& store, std::size_t capacity = kDefaultCapacity);
+  explicit MinionKeys(keys::KeyStore& store, std::size_t capacity = kDefaultCapacity,
+                      std::size_t max_unconfirmed = kDefaultUnconfirmed);
 
   struct Accepted {
     wire::RsaPublicKey key;
@@ -41,7 +45,8 @@ class MinionKeys {
   Result<Accepted> Lookup(std::string_view id);
   // `pem` parsed as an RSA public key for `id`: the cached key when `pem` is the text cached
   // for `id`, else a fresh parse that is remembered (without a stamp: the next Get still reads
-  // the file and uses the key only if the file holds this text). Errors as RsaPublicKey::FromPem.
+  // the file and uses the key only if the file holds this text), while fewer than
+  // `max_unconfirmed` such entries exist. Errors as RsaPublicKey::FromPem.
   Result<wire::RsaPublicKey> Parse(std::string_view id, std::string_view pem);
   // salt-wire 4.4: X9.31-recovering `tok` with the accepted key must give "salt".
   // Unauthenticated otherwise.
@@ -50,6 +55,7 @@ class MinionKeys {
   std::size_t SizeForTest();
   // PEM texts parsed since construction.
   std::size_t ParsesForTest();
+  std::size_t UnconfirmedForTest();
 
  private:
   struct Entry {
@@ -68,10 +74,12 @@ class MinionKeys {
 
   keys::KeyStore& store_;
   const std::size_t capacity_;
+  const std::size_t max_unconfirmed_;
   std::mutex mu_;
   std::unordered_map<std::string, Entry> cache_ HALITE_GUARDED_BY(mu_);
   std::list<std::string> lru_ HALITE_GUARDED_BY(mu_);  // most recent first
   std::size_t parses_ HALITE_GUARDED_BY(mu_) = 0;
+  std::size_t unconfirmed_ HALITE_GUARDED_BY(mu_) = 0;  // entries with an all-zero stamp
 };
 
 }  // namespace halite::master
