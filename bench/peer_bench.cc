@@ -116,7 +116,7 @@ int Run(const std::string& subnet, long messages, long size, long latency_messag
     }
     o.cluster_pki_dir = dir / "shared";
     o.keys = *keys;
-    o.backlog_max = static_cast<std::size_t>(messages + latency_messages + 16);
+    o.event_backlog_max = static_cast<std::size_t>(messages + latency_messages + 16);
     all.push_back(std::move(o));
   }
   int rc = 0;

@@ -161,8 +161,14 @@ Result<std::unique_ptr<MasterDaemon>> MasterDaemon::Create(config::MasterConfig 
   HALITE_ASSIGN_OR_RETURN(impl->key_store,
                           keys::FsKeyStore::Open(impl->shared_pki, impl->key_sync.get()));
   impl->minion_keys = std::make_unique<master::MinionKeys>(*impl->key_store);
+  // Masters of a cluster share session keys through files in the shared cachedir; a single
+  // master is the only reader, so memory is enough (and saves an inode per minion); it only
+  // takes over session files salt-master left (docs/migrate.md).
   impl->session_keys =
-      std::make_unique<master::SessionKeys>(cachedir / "sessions", cfg.publish_session);
+      in_cluster
+          ? master::MakeFileSessionKeys(cachedir / "sessions", cfg.publish_session)
+          : master::MakeMemorySessionKeys(cfg.publish_session, master::MinionKeys::kDefaultCapacity,
+                                          cachedir / "sessions");
   auto aes = wire::Crypticle::FromKeyString(aes_key_string);
   if (!aes.ok()) return aes.error().WithContext("cluster AES key");
   impl->aes = std::make_unique<master::AesKeyRing>(std::move(*aes));

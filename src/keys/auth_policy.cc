@@ -64,19 +64,20 @@ Result<bool> AutoSign(KeyStore& store, const AuthPolicyOptions& options, std::st
 
 // Why `pub` may not be written as a minion key, or nullopt when it may: a stranger must not
 // squat an id or fill the (shared) pki dir with whatever it sends.
-std::optional<std::string> UnusableKey(std::string_view pub) {
+std::optional<std::string> UnusableKey(std::string_view pub, const PublicKeyParser& parse) {
   if (pub.size() > kMaxPublicKeyBytes) {
     return "public key of " + std::to_string(pub.size()) + " bytes is over the limit of " +
            std::to_string(kMaxPublicKeyBytes);
   }
-  Result<wire::RsaPublicKey> key = wire::RsaPublicKey::FromPem(pub);
+  Result<wire::RsaPublicKey> key = parse(pub);
   if (!key.ok()) return "not an RSA public key: " + key.error().message;
   return std::nullopt;
 }
 
 // Step 5. `accepted` is the minions/<id> text read during the state machine, if any.
 Result<AuthDecision> Accept(KeyStore& store, const AuthPolicyOptions& options, std::string_view id,
-                            std::string_view pub, std::optional<std::string> accepted) {
+                            std::string_view pub, std::optional<std::string> accepted,
+                            const PublicKeyParser& parse) {
   std::string stored;
   if (options.open_mode) {
     HALITE_ASSIGN_OR_RETURN(accepted, ReadIfPresent(store, KeyState::kAccepted, id));
@@ -100,7 +101,7 @@ Result<AuthDecision> Accept(KeyStore& store, const AuthPolicyOptions& options, s
       stored = std::move(*accepted);
     }
   }
-  Result<wire::RsaPublicKey> key = wire::RsaPublicKey::FromPem(stored);
+  Result<wire::RsaPublicKey> key = parse(stored);
   if (!key.ok()) {
     return Decision(AuthVerdict::kRejected, "", "corrupt public key: " + key.error().message);
   }
@@ -150,15 +151,18 @@ bool MatchesPattern(std::string_view id, const std::vector<std::string>& pattern
 }
 
 Result<AuthDecision> DecideAuth(KeyStore& store, const AuthPolicyOptions& options,
-                                std::string_view id, std::string_view pub) {
+                                std::string_view id, std::string_view pub,
+                                const PublicKeyParser& parser) {
+  const PublicKeyParser parse =
+      parser ? parser : [](std::string_view pem) { return wire::RsaPublicKey::FromPem(pem); };
   if (!ValidMinionId(id)) return Decision(AuthVerdict::kRejected, "", "invalid minion id");
   if (pub.size() > kMaxPublicKeyBytes) {
-    return Decision(AuthVerdict::kRejected, "", *UnusableKey(pub));
+    return Decision(AuthVerdict::kRejected, "", *UnusableKey(pub, parse));
   }
   // Parsed only on the paths that write `pub` (a sign-in with the accepted key writes nothing).
   std::optional<std::optional<std::string>> unusable;
   auto refuse_unusable = [&]() -> std::optional<AuthDecision> {
-    if (!unusable) unusable = UnusableKey(pub);
+    if (!unusable) unusable = UnusableKey(pub, parse);
     if (!*unusable) return std::nullopt;
     return Decision(AuthVerdict::kRejected, "", **unusable);
   };
@@ -168,7 +172,7 @@ Result<AuthDecision> DecideAuth(KeyStore& store, const AuthPolicyOptions& option
 
   if (options.open_mode) {
     if (auto refused = refuse_unusable()) return *refused;
-    return Accept(store, options, id, pub, std::nullopt);
+    return Accept(store, options, id, pub, std::nullopt, parse);
   }
 
   HALITE_ASSIGN_OR_RETURN(std::optional<std::string> rejected,
@@ -186,7 +190,7 @@ Result<AuthDecision> DecideAuth(KeyStore& store, const AuthPolicyOptions& option
       return Decision(AuthVerdict::kDenied, "denied",
                       "key differs from the accepted key; recorded in minions_denied");
     }
-    return Accept(store, options, id, pub, std::move(accepted));
+    return Accept(store, options, id, pub, std::move(accepted), parse);
   }
 
   HALITE_ASSIGN_OR_RETURN(std::optional<std::string> pending,
@@ -205,7 +209,7 @@ Result<AuthDecision> DecideAuth(KeyStore& store, const AuthPolicyOptions& option
       HALITE_RETURN_IF_ERROR(store.Write(KeyState::kPending, id, pub));
       return Decision(AuthVerdict::kPending, "pend", "new key placed in pending");
     }
-    return Accept(store, options, id, pub, std::nullopt);
+    return Accept(store, options, id, pub, std::nullopt, parse);
   }
 
   if (auto_reject) {
@@ -231,7 +235,7 @@ Result<AuthDecision> DecideAuth(KeyStore& store, const AuthPolicyOptions& option
   if (!removed.ok() && removed.error().code != ErrorCode::kNotFound) {
     return std::move(removed).error();
   }
-  return Accept(store, options, id, pub, std::nullopt);
+  return Accept(store, options, id, pub, std::nullopt, parse);
 }
 
 }  // namespace halite::keys

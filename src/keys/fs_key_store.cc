@@ -162,8 +162,8 @@ Result<FileStamp> FsKeyStore::Stamp(KeyState state, std::string_view id) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) return ErrnoError(errno, "stat " + Quote(path));
   if (!S_ISREG(st.st_mode)) return Error::NotFound(Quote(path) + " is not a regular file");
-  return FileStamp{static_cast<std::uint64_t>(st.st_ino), static_cast<std::uint64_t>(st.st_size),
-                   MtimeNs(st)};
+  return FileStamp{static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino),
+                   static_cast<std::uint64_t>(st.st_size), MtimeNs(st)};
 }
 
 }  // namespace halite::keys

@@ -1,6 +1,7 @@
 // salt-wire 4.5: the `_auth` handshake. The RSA private operations are the unavoidable cost
 // (token decryption and the reply signature); the X9.31 `sig` over the AES key is cached per
-// key, parsed minion keys are cached by MinionKeys.
+// key, parsed minion keys are cached by MinionKeys (which also parses `pub` for DecideAuth, so
+// a sign-in decodes its PEM at most once), EVP contexts per thread (wire/rsa.h).
 #include <spdlog/spdlog.h>
 
 #include <mutex>
@@ -119,7 +120,10 @@ void HandleAuth(MasterContext& ctx, const wire::Value& load, int version,
   // No policy set (a context built by hand): every new key waits for an operator.
   static const keys::AuthPolicyOptions kNoAutoAccept;
   const auto policy = ctx.auth_policy.Get();
-  auto decision = keys::DecideAuth(*ctx.key_store, policy ? *policy : kNoAutoAccept, *id, *pub);
+  // The key is parsed at most once per sign-in, and not at all for one already cached.
+  auto decision =
+      keys::DecideAuth(*ctx.key_store, policy ? *policy : kNoAutoAccept, *id, *pub,
+                       [&](std::string_view pem) { return ctx.minion_keys->Parse(*id, pem); });
   if (!decision.ok()) {
     // A storage problem is ours, not the minion's: "full" makes it retry later instead of
     // exiting as it would on ret: False.
@@ -147,14 +151,15 @@ void HandleAuth(MasterContext& ctx, const wire::Value& load, int version,
     return;
   }
 
-  auto minion_pub = ctx.minion_keys->Get(*id);
-  if (!minion_pub.ok()) {
+  auto accepted = ctx.minion_keys->Lookup(*id);
+  if (!accepted.ok()) {
     ctx.counters->auth_errors++;
-    spdlog::error("auth of {}: accepted key unusable: {}", *id, minion_pub.error().ToString());
+    spdlog::error("auth of {}: accepted key unusable: {}", *id, accepted.error().ToString());
     send_signed(RetMap(false, nonce));
     return;
   }
-  auto session = ctx.session_keys->Get(*id);
+  const wire::RsaPublicKey* minion_pub = &accepted->key;
+  auto session = ctx.session_keys->Get(*id, accepted->stamp);
   if (!session.ok()) {
     ctx.counters->auth_errors++;
     spdlog::error("auth of {}: session key: {}", *id, session.error().ToString());

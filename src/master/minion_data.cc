@@ -21,6 +21,11 @@ Status MinionData::Store(std::string_view id, const wire::Value& grains,
   const std::filesystem::path dir = dir_ / std::string(id);
   const std::string bytes = wire::Pack(wire::Value::MapOf({{"grains", grains}, {"pillar", pillar}}),
                                        wire::Packing::kBinType);
+  // A minion signing in again (master restart, failover, AES rotation) mostly sends what is
+  // stored: comparing costs one read, rewriting costs a new inode and a rename.
+  if (auto stored = keys::ReadFile(dir / "data.p"); stored.ok() && *stored == bytes) {
+    return OkStatus();
+  }
   // A cache (Salt does not sync it either): no fsync, which would cap the rate of minion
   // starts at the disk's flush rate, and the directory is made only when the write says so.
   Status written = keys::WriteFileAtomic(dir / "data.p", bytes, 0600, keys::Sync::kNone);

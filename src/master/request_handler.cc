@@ -141,11 +141,10 @@ void HandleRequest(MasterContext& ctx, std::string body, std::function<void(std:
     const std::string* id = payload->FindStr("id");
     if (!id || !keys::ValidMinionId(*id)) return bad("v3 request without a valid id");
     // Unlike Salt, no session file is made for ids that have no accepted key.
-    if (auto accepted = ctx.minion_keys->Get(*id); !accepted.ok()) {
-      return bad("v3 request from '" + *id + "' which is not accepted");
-    }
+    auto accepted = ctx.minion_keys->Lookup(*id);
+    if (!accepted.ok()) return bad("v3 request from '" + *id + "' which is not accepted");
     req.id = *id;
-    auto key = ctx.session_keys->Get(*id);
+    auto key = ctx.session_keys->Get(*id, accepted->stamp);
     if (!key.ok()) {
       spdlog::error("session key for {}: {}", *id, key.error().ToString());
       return bad("session key unavailable");
@@ -154,7 +153,7 @@ void HandleRequest(MasterContext& ctx, std::string body, std::function<void(std:
     if (!decrypted.ok() && decrypted.error().code != ErrorCode::kResourceExhausted) {
       // Another master may have renewed the shared session file: re-read it once.
       ctx.session_keys->Forget(*id);
-      key = ctx.session_keys->Get(*id);
+      key = ctx.session_keys->Get(*id, accepted->stamp);
       if (key.ok()) decrypted = (*key)->Loads(*ciphertext, std::nullopt, load_limits);
     }
     if (key.ok()) req.key = *key;

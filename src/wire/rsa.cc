@@ -19,6 +19,9 @@
 #include <string>
 #include <utility>
 
+#include "rsa_ctx.h"
+#include "rsa_der.h"
+
 namespace halite::wire {
 namespace {
 
@@ -30,14 +33,6 @@ void CountPublic() { public_ops.fetch_add(1, std::memory_order_relaxed); }
 constexpr int kMinBits = 512;
 constexpr int kMaxBits = 16384;  // OPENSSL_RSA_MAX_MODULUS_BITS: larger keys are unusable
 
-struct PkeyCtxDeleter {
-  void operator()(EVP_PKEY_CTX* ctx) const { EVP_PKEY_CTX_free(ctx); }
-};
-using PkeyCtx = std::unique_ptr<EVP_PKEY_CTX, PkeyCtxDeleter>;
-struct MdCtxDeleter {
-  void operator()(EVP_MD_CTX* ctx) const { EVP_MD_CTX_free(ctx); }
-};
-using MdCtx = std::unique_ptr<EVP_MD_CTX, MdCtxDeleter>;
 struct DecoderCtxDeleter {
   void operator()(OSSL_DECODER_CTX* ctx) const { OSSL_DECODER_CTX_free(ctx); }
 };
@@ -86,12 +81,18 @@ const EVP_MD* OaepMd(OaepHash hash) {
 }
 const EVP_MD* SigMd(SigHash hash) { return hash == SigHash::kSha224 ? EVP_sha224() : EVP_sha1(); }
 
-// Decodes one RSA key of the given selection from PEM text.
+Result<std::shared_ptr<EVP_PKEY>> CheckedRsaKey(std::shared_ptr<EVP_PKEY> pkey,
+                                                const std::string& prefix);
+
+// Decodes one RSA key of the given selection from PEM text: public keys in the shapes minions
+// send through rsa_der.h, everything else through OpenSSL's decoder.
 Result<std::shared_ptr<EVP_PKEY>> DecodePem(std::string_view pem, int selection,
                                             std::string_view what) {
   const std::string prefix = std::string(what) + " PEM: ";
   if (pem.empty()) return Error::InvalidArgument(prefix + "empty");
   EVP_PKEY* raw = nullptr;
+  if (selection == EVP_PKEY_PUBLIC_KEY) raw = internal::FastRsaPublicKeyFromPem(pem);
+  if (raw != nullptr) return CheckedRsaKey(Share(raw), prefix);
   DecoderCtx ctx(
       OSSL_DECODER_CTX_new_for_pkey(&raw, "PEM", nullptr, "RSA", selection, nullptr, nullptr));
   if (ctx == nullptr) return Error::Internal(prefix + TakeOpenSslError());
@@ -102,8 +103,13 @@ Result<std::shared_ptr<EVP_PKEY>> DecodePem(std::string_view pem, int selection,
     EVP_PKEY_free(raw);
     return Error::InvalidArgument(prefix + "cannot parse: " + TakeOpenSslError());
   }
-  std::shared_ptr<EVP_PKEY> pkey = Share(raw);
   ERR_clear_error();  // decoders that were tried and failed may leave entries behind
+  return CheckedRsaKey(Share(raw), prefix);
+}
+
+// The checks every decoded key goes through, whichever way it was decoded.
+Result<std::shared_ptr<EVP_PKEY>> CheckedRsaKey(std::shared_ptr<EVP_PKEY> pkey,
+                                                const std::string& prefix) {
   if (!EVP_PKEY_is_a(pkey.get(), "RSA")) return Error::InvalidArgument(prefix + "not an RSA key");
   const int bits = EVP_PKEY_get_bits(pkey.get());
   if (bits < kMinBits || bits > kMaxBits) {
@@ -124,10 +130,44 @@ Result<std::shared_ptr<EVP_PKEY>> DecodePem(std::string_view pem, int selection,
   return pkey;
 }
 
-PkeyCtx NewCtx(EVP_PKEY* pkey) {
-  PkeyCtx ctx(EVP_PKEY_CTX_new_from_pkey(nullptr, pkey, nullptr));
-  HALITE_CHECK(ctx != nullptr) << "EVP_PKEY_CTX_new_from_pkey failed";
-  return ctx;
+using internal::RsaCtxOp;
+
+// Explicitly fetched digests: the EVP_sha1() objects make every EVP_Digest fetch again.
+const EVP_MD* FetchedMd(SigHash hash) {
+  static EVP_MD* const sha1 = EVP_MD_fetch(nullptr, "SHA1", nullptr);
+  static EVP_MD* const sha224 = EVP_MD_fetch(nullptr, "SHA224", nullptr);
+  const EVP_MD* md = hash == SigHash::kSha224 ? sha224 : sha1;
+  HALITE_CHECK(md != nullptr) << "no SHA-1/SHA-224 in the default provider";
+  return md;
+}
+
+std::string MessageDigest(std::string_view message, SigHash hash) {
+  unsigned char out[EVP_MAX_MD_SIZE];
+  unsigned int length = 0;
+  HALITE_CHECK(EVP_Digest(message.data(), message.size(), out, &length, FetchedMd(hash), nullptr) ==
+               1)
+      << "EVP_Digest failed";
+  return std::string(reinterpret_cast<const char*>(out), length);
+}
+
+// The thread's OAEP context for `op` (kEncrypt or kDecrypt) on `pkey`.
+EVP_PKEY_CTX* OaepCtx(EVP_PKEY* pkey, RsaCtxOp op, OaepHash hash) {
+  return internal::ThreadRsaCtx(pkey, op, static_cast<int>(hash), [&](EVP_PKEY_CTX* ctx) {
+    const EVP_MD* md = OaepMd(hash);
+    const int init =
+        op == RsaCtxOp::kEncrypt ? EVP_PKEY_encrypt_init(ctx) : EVP_PKEY_decrypt_init(ctx);
+    return init == 1 && EVP_PKEY_CTX_set_rsa_padding(ctx, RSA_PKCS1_OAEP_PADDING) == 1 &&
+           EVP_PKEY_CTX_set_rsa_oaep_md(ctx, md) == 1 && EVP_PKEY_CTX_set_rsa_mgf1_md(ctx, md) == 1;
+  });
+}
+
+// The thread's PKCS#1 v1.5 context for `op` (kSign or kVerify) over a digest of `hash`.
+EVP_PKEY_CTX* Pkcs1Ctx(EVP_PKEY* pkey, RsaCtxOp op, SigHash hash) {
+  return internal::ThreadRsaCtx(pkey, op, static_cast<int>(hash), [&](EVP_PKEY_CTX* ctx) {
+    const int init = op == RsaCtxOp::kSign ? EVP_PKEY_sign_init(ctx) : EVP_PKEY_verify_init(ctx);
+    return init == 1 && EVP_PKEY_CTX_set_rsa_padding(ctx, RSA_PKCS1_PADDING) == 1 &&
+           EVP_PKEY_CTX_set_signature_md(ctx, SigMd(hash)) == 1;
+  });
 }
 
 // X9.31 signatures (salt-wire.md 4.2.3) are built here from a raw RSA operation rather than
@@ -169,19 +209,20 @@ std::optional<std::string> X931Unpad(std::string_view em) {
 // input^d mod n (private_op) or input^e mod n, with no padding; input and output are k bytes.
 // An input not below n is Unauthenticated (it cannot be a signature).
 Result<std::string> RawRsa(EVP_PKEY* pkey, bool private_op, std::string_view input) {
-  PkeyCtx ctx = NewCtx(pkey);
-  const int init =
-      private_op ? EVP_PKEY_sign_init(ctx.get()) : EVP_PKEY_verify_recover_init(ctx.get());
-  if (init != 1 || EVP_PKEY_CTX_set_rsa_padding(ctx.get(), RSA_NO_PADDING) != 1) {
-    return Error::Internal("raw RSA setup: " + TakeOpenSslError());
-  }
+  EVP_PKEY_CTX* ctx = internal::ThreadRsaCtx(
+      pkey, private_op ? RsaCtxOp::kRawPrivate : RsaCtxOp::kRawPublic, 0, [&](EVP_PKEY_CTX* c) {
+        const int init = private_op ? EVP_PKEY_sign_init(c) : EVP_PKEY_verify_recover_init(c);
+        return init == 1 && EVP_PKEY_CTX_set_rsa_padding(c, RSA_NO_PADDING) == 1;
+      });
+  if (ctx == nullptr) return Error::Internal("raw RSA setup: " + TakeOpenSslError());
   std::string out(static_cast<std::size_t>(EVP_PKEY_get_size(pkey)), '\0');
   std::size_t length = out.size();
   const int rc =
-      private_op ? EVP_PKEY_sign(ctx.get(), MutableBytes(out), &length, Bytes(input), input.size())
-                 : EVP_PKEY_verify_recover(ctx.get(), MutableBytes(out), &length, Bytes(input),
-                                           input.size());
+      private_op
+          ? EVP_PKEY_sign(ctx, MutableBytes(out), &length, Bytes(input), input.size())
+          : EVP_PKEY_verify_recover(ctx, MutableBytes(out), &length, Bytes(input), input.size());
   if (rc != 1) {
+    internal::DropThreadRsaCtx(ctx);
     const std::string detail = TakeOpenSslError();
     if (private_op) return Error::Internal("raw RSA private operation: " + detail);
     return Error::Unauthenticated("X9.31 signature does not check out: " + detail);
@@ -282,21 +323,12 @@ std::string RsaPublicKey::ToPem() const {
 
 Result<std::string> RsaPublicKey::Encrypt(std::string_view plaintext, OaepHash hash) const {
   CountPublic();
-  PkeyCtx ctx = NewCtx(pkey_.get());
-  const EVP_MD* md = OaepMd(hash);
-  if (EVP_PKEY_encrypt_init(ctx.get()) != 1 ||
-      EVP_PKEY_CTX_set_rsa_padding(ctx.get(), RSA_PKCS1_OAEP_PADDING) != 1 ||
-      EVP_PKEY_CTX_set_rsa_oaep_md(ctx.get(), md) != 1 ||
-      EVP_PKEY_CTX_set_rsa_mgf1_md(ctx.get(), md) != 1) {
-    return Error::Internal("RSA-OAEP setup: " + TakeOpenSslError());
-  }
-  std::size_t length = 0;
-  if (EVP_PKEY_encrypt(ctx.get(), nullptr, &length, Bytes(plaintext), plaintext.size()) != 1) {
-    return Error::Internal("RSA-OAEP: " + TakeOpenSslError());
-  }
+  EVP_PKEY_CTX* ctx = OaepCtx(pkey_.get(), RsaCtxOp::kEncrypt, hash);
+  if (ctx == nullptr) return Error::Internal("RSA-OAEP setup: " + TakeOpenSslError());
+  std::size_t length = size_bytes();
   std::string out(length, '\0');
-  if (EVP_PKEY_encrypt(ctx.get(), MutableBytes(out), &length, Bytes(plaintext), plaintext.size()) !=
-      1) {
+  if (EVP_PKEY_encrypt(ctx, MutableBytes(out), &length, Bytes(plaintext), plaintext.size()) != 1) {
+    internal::DropThreadRsaCtx(ctx);
     return Error::InvalidArgument("RSA-OAEP encrypt (plaintext too long?): " + TakeOpenSslError());
   }
   out.resize(length);
@@ -309,16 +341,13 @@ Status RsaPublicKey::Verify(std::string_view message, std::string_view signature
   if (signature.size() != size_bytes()) {
     return Error::Unauthenticated("RSA signature has the wrong length");
   }
-  MdCtx md_ctx(EVP_MD_CTX_new());
-  HALITE_CHECK(md_ctx != nullptr) << "OpenSSL call failed";
-  EVP_PKEY_CTX* pctx = nullptr;  // owned by md_ctx
-  if (EVP_DigestVerifyInit(md_ctx.get(), &pctx, SigMd(hash), nullptr, pkey_.get()) != 1 ||
-      EVP_PKEY_CTX_set_rsa_padding(pctx, RSA_PKCS1_PADDING) != 1) {
-    return Error::Internal("RSA verify setup: " + TakeOpenSslError());
-  }
-  const int rc = EVP_DigestVerify(md_ctx.get(), Bytes(signature), signature.size(), Bytes(message),
-                                  message.size());
+  EVP_PKEY_CTX* ctx = Pkcs1Ctx(pkey_.get(), RsaCtxOp::kVerify, hash);
+  if (ctx == nullptr) return Error::Internal("RSA verify setup: " + TakeOpenSslError());
+  const std::string digest = MessageDigest(message, hash);
+  const int rc =
+      EVP_PKEY_verify(ctx, Bytes(signature), signature.size(), Bytes(digest), digest.size());
   if (rc != 1) {
+    internal::DropThreadRsaCtx(ctx);
     ERR_clear_error();
     return Error::Unauthenticated("RSA signature does not verify");
   }
@@ -393,21 +422,13 @@ Result<std::string> RsaPrivateKey::Decrypt(std::string_view ciphertext, OaepHash
   if (ciphertext.size() != size_bytes()) {
     return Error::InvalidArgument("RSA-OAEP ciphertext has the wrong length");
   }
-  PkeyCtx ctx = NewCtx(pkey_.get());
-  const EVP_MD* md = OaepMd(hash);
-  if (EVP_PKEY_decrypt_init(ctx.get()) != 1 ||
-      EVP_PKEY_CTX_set_rsa_padding(ctx.get(), RSA_PKCS1_OAEP_PADDING) != 1 ||
-      EVP_PKEY_CTX_set_rsa_oaep_md(ctx.get(), md) != 1 ||
-      EVP_PKEY_CTX_set_rsa_mgf1_md(ctx.get(), md) != 1) {
-    return Error::Internal("RSA-OAEP setup: " + TakeOpenSslError());
-  }
-  std::size_t length = 0;
-  if (EVP_PKEY_decrypt(ctx.get(), nullptr, &length, Bytes(ciphertext), ciphertext.size()) != 1) {
-    return Error::Internal("RSA-OAEP: " + TakeOpenSslError());
-  }
+  EVP_PKEY_CTX* ctx = OaepCtx(pkey_.get(), RsaCtxOp::kDecrypt, hash);
+  if (ctx == nullptr) return Error::Internal("RSA-OAEP setup: " + TakeOpenSslError());
+  std::size_t length = size_bytes();
   std::string out(length, '\0');
-  if (EVP_PKEY_decrypt(ctx.get(), MutableBytes(out), &length, Bytes(ciphertext),
-                       ciphertext.size()) != 1) {
+  if (EVP_PKEY_decrypt(ctx, MutableBytes(out), &length, Bytes(ciphertext), ciphertext.size()) !=
+      1) {
+    internal::DropThreadRsaCtx(ctx);
     ERR_clear_error();
     return Error::Unauthenticated("RSA-OAEP decryption failed");
   }
@@ -417,20 +438,13 @@ Result<std::string> RsaPrivateKey::Decrypt(std::string_view ciphertext, OaepHash
 
 Result<std::string> RsaPrivateKey::Sign(std::string_view message, SigHash hash) const {
   CountPrivate();
-  MdCtx md_ctx(EVP_MD_CTX_new());
-  HALITE_CHECK(md_ctx != nullptr) << "OpenSSL call failed";
-  EVP_PKEY_CTX* pctx = nullptr;  // owned by md_ctx
-  if (EVP_DigestSignInit(md_ctx.get(), &pctx, SigMd(hash), nullptr, pkey_.get()) != 1 ||
-      EVP_PKEY_CTX_set_rsa_padding(pctx, RSA_PKCS1_PADDING) != 1) {
-    return Error::Internal("RSA sign setup: " + TakeOpenSslError());
-  }
-  std::size_t length = 0;
-  if (EVP_DigestSign(md_ctx.get(), nullptr, &length, Bytes(message), message.size()) != 1) {
-    return Error::Internal("RSA sign: " + TakeOpenSslError());
-  }
+  EVP_PKEY_CTX* ctx = Pkcs1Ctx(pkey_.get(), RsaCtxOp::kSign, hash);
+  if (ctx == nullptr) return Error::Internal("RSA sign setup: " + TakeOpenSslError());
+  const std::string digest = MessageDigest(message, hash);
+  std::size_t length = size_bytes();
   std::string out(length, '\0');
-  if (EVP_DigestSign(md_ctx.get(), MutableBytes(out), &length, Bytes(message), message.size()) !=
-      1) {
+  if (EVP_PKEY_sign(ctx, MutableBytes(out), &length, Bytes(digest), digest.size()) != 1) {
+    internal::DropThreadRsaCtx(ctx);
     return Error::Internal("RSA sign: " + TakeOpenSslError());
   }
   out.resize(length);
@@ -456,6 +470,10 @@ Result<std::string> RsaPrivateKey::X931Sign(std::string_view message) const {
 
 std::size_t RsaPrivateKey::size_bytes() const {
   return static_cast<std::size_t>(EVP_PKEY_get_size(pkey_.get()));
+}
+
+std::uint64_t RsaContextsMadeOnThisThreadForTest() {
+  return internal::ThreadRsaCtxCreatedForTest();
 }
 
 RsaOperationCounts RsaOperationsSoFar() {

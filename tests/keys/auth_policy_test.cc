@@ -377,5 +377,38 @@ TEST_F(LoadPatternFileTest, GroupWritableNeedsPermissivePkiAccess) {
             std::vector<std::string>{"*"});
 }
 
+// The master passes its parsed-key cache as the parser: every parse goes through it, with
+// only the texts the decision is about, and the decisions are those of the default parser.
+TEST_F(AuthPolicyTest, EveryParseGoesThroughTheGivenParser) {
+  options_.auto_accept = true;
+  std::vector<std::string> parsed;
+  const PublicKeyParser parse = [&](std::string_view pem) {
+    parsed.emplace_back(pem);
+    return wire::RsaPublicKey::FromPem(pem);
+  };
+  auto first = DecideAuth(*store_, options_, "web1", pub_, parse);
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ(first->verdict, AuthVerdict::kAccepted);
+  EXPECT_EQ(parsed, (std::vector<std::string>{pub_, pub_}));  // before writing it, and after
+  parsed.clear();
+  auto again = DecideAuth(*store_, options_, "web1", pub_, parse);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->verdict, AuthVerdict::kAccepted);
+  EXPECT_EQ(parsed, (std::vector<std::string>{pub_}));  // the stored key only
+  parsed.clear();
+  auto other = DecideAuth(*store_, options_, "web1", other_pub_, parse);
+  ASSERT_TRUE(other.ok());
+  EXPECT_EQ(other->verdict, AuthVerdict::kDenied);
+  EXPECT_EQ(parsed, (std::vector<std::string>{other_pub_}));  // checked before minions_denied
+  // A parser that refuses makes the decision refuse, as an unparsable key does.
+  const PublicKeyParser refuse = [](std::string_view) -> Result<wire::RsaPublicKey> {
+    return Error::InvalidArgument("refused by the test");
+  };
+  auto refused = DecideAuth(*store_, options_, "db1", pub_, refuse);
+  ASSERT_TRUE(refused.ok());
+  EXPECT_EQ(refused->verdict, AuthVerdict::kRejected);
+  EXPECT_EQ(File("minions", "db1"), "<missing>");
+}
+
 }  // namespace
 }  // namespace halite::keys

@@ -8,12 +8,14 @@
 
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "halite/common/result.h"
 #include "halite/keys/key_store.h"
+#include "halite/wire/rsa.h"
 
 namespace halite::keys {
 
@@ -74,7 +76,12 @@ struct AuthDecision {
 //   different key; an empty pub is refused), then checks the stored key parses as an RSA
 //   public key; if not, kRejected with result false.
 // Errors are disk failures only; the decision itself is always a value.
+// `parse` turns key text into a key (wire::RsaPublicKey::FromPem when empty); the master
+// passes its parsed-key cache, so that a sign-in parses its key at most once. It is called
+// only with `pub` or the accepted key's text, and must be thread-safe.
+using PublicKeyParser = std::function<Result<wire::RsaPublicKey>(std::string_view pem)>;
 Result<AuthDecision> DecideAuth(KeyStore& store, const AuthPolicyOptions& options,
-                                std::string_view id, std::string_view pub);
+                                std::string_view id, std::string_view pub,
+                                const PublicKeyParser& parse = {});
 
 }  // namespace halite::keys

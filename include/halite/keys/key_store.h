@@ -33,8 +33,10 @@ enum class KeyState { kAccepted, kPending, kRejected, kDenied };
 std::string_view KeyStateDir(KeyState state);
 
 // Identifies one version of a key file so a parsed key can be cached and revalidated with a
-// single stat(). Atomic replacement (rename) always changes the inode.
+// single stat(). Atomic replacement (rename) always changes the inode; the device tells two
+// file systems apart (a pki dir moved or remounted). All zero: no file was seen.
 struct FileStamp {
+  std::uint64_t dev = 0;
   std::uint64_t ino = 0;
   std::uint64_t size = 0;
   std::int64_t mtime_ns = 0;

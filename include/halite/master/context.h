@@ -22,6 +22,7 @@
 #include "halite/master/presence.h"
 #include "halite/master/request_limits.h"
 #include "halite/master/services.h"
+#include "halite/master/session_keys.h"
 #include "halite/wire/rsa.h"
 
 namespace halite::pillar {

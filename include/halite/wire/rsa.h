@@ -1,8 +1,9 @@
 // RSA keys and the primitives Salt uses (salt-wire.md 4.1, 4.2): OAEP encryption,
 // PKCS#1 v1.5 signatures and the X9.31 "private encrypt" / "public decrypt" pair.
 //
-// Key objects share one immutable EVP_PKEY (copies are cheap), and every operation makes its
-// own EVP_PKEY_CTX, so all const methods may be called concurrently from any thread. Parse
+// Key objects share one immutable EVP_PKEY (copies are cheap), and operations run on
+// EVP_PKEY_CTXs kept per thread (a few per thread, reused while the same key and operation
+// come back), so all const methods may be called concurrently from any thread. Parse
 // and crypto failures are returned as errors; the OpenSSL error queue of the calling thread is
 // cleared before returning.
 #pragma once
@@ -109,5 +110,9 @@ struct RsaOperationCounts {
   std::uint64_t public_ops = 0;
 };
 RsaOperationCounts RsaOperationsSoFar();
+
+// EVP_PKEY_CTXs the calling thread has made since it started: an operation that reuses the
+// thread's context for its key makes none.
+std::uint64_t RsaContextsMadeOnThisThreadForTest();
 
 }  // namespace halite::wire
