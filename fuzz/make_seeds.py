@@ -6,10 +6,12 @@ objects become msgpack (Salt's wire packing: str for text, bin for {"hex": ...})
 gets the seeds it can use, in OUT_DIR/<target>/, named by content hash. Nothing here is
 committed: the corpora are rebuilt from the vectors.
 """
+import base64
 import glob
 import hashlib
 import json
 import os
+import re
 import struct
 import sys
 
@@ -155,6 +157,21 @@ def main():
             if isinstance(value, dict) and isinstance(decode_hex_objects(value), dict):
                 objects.append((parent + "." + key, decode_hex_objects(value)))
 
+    # rsa_pem_fuzz: byte 0 picks the armour; 0 = SPKI around the DER of every public key PEM
+    # in the vectors, 1 = PKCS#1 around its inner RSAPublicKey, 2 = the PEM text as it is.
+    pem_re = re.compile(r"-----BEGIN (RSA )?PUBLIC KEY-----[^-]+-----END (RSA )?PUBLIC KEY-----")
+    for path in sorted(glob.glob(os.path.join(vectors, "*.json"))):
+        with open(path) as f:
+            text = f.read().replace("\\n", "\n")
+        for m in pem_re.finditer(text):
+            pem = m.group(0)
+            body = "".join(pem.split("-----")[2].split())
+            try:
+                der = base64.b64decode(body, validate=True)
+            except ValueError:
+                continue
+            seeds.add("rsa_pem_fuzz", (b"\x01" if m.group(1) else b"\x00") + der)
+            seeds.add("rsa_pem_fuzz", b"\x02" + pem.encode())
     for name, b in blobs:
         seeds.add("msgpack_fuzz", b)
         seeds.add("request_fuzz", b)
