@@ -2,10 +2,11 @@
 // a stock 3006/3007 minion's publish.publish, publish.full_data and publish.runner send them
 // (salt/modules/publish.py: minion_pub, then pub_ret until every minion answered;
 // minion_runner), with a real halite-minion answering the jobs. One master for every case.
-// And `job_cache: False` (Salt's: returns go to
+// halite-cp (salt-cp) against the same minion. And `job_cache: False` (Salt's: returns go to
 // the event bus only) on a second master.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <zmq.hpp>
@@ -194,6 +195,56 @@ TEST_F(PeerTest, PublishRunnerRunsWhatPeerRunAllows) {
     EXPECT_EQ(r->ToJson(), "{}") << id;
   }
   EXPECT_NE(master_->Log().find("minion_runner from 'other3' refused"), std::string::npos);
+}
+
+// halite-cp as salt-cp: a tree (a file of several chunks, modes, an empty directory, a nested
+// file) and a single file, pushed to a halite-minion on this host.
+TEST_F(PeerTest, HaliteCpPushesFilesInChunksWithTheirModes) {
+  namespace fs = std::filesystem;
+  const fs::path tree = tmp_.path() / "src" / "tree";
+  std::string big;
+  std::uint32_t x = 12345;
+  for (std::size_t i = 0; i < 98304 * 3 + 5; ++i) {  // three full chunks and a bit
+    x = x * 1103515245u + 12345u;
+    big.push_back(static_cast<char>(x >> 24));
+  }
+  WriteFile(tree / "big.bin", big);
+  WriteFile(tree / "run.sh", "#!/bin/sh\necho hi\n");
+  fs::permissions(tree / "run.sh", fs::perms(0750));
+  WriteFile(tree / "sub" / "deep" / "note.txt", "note\n");
+  fs::create_directories(tree / "sub" / "empty");
+  WriteFile(tmp_.path() / "src" / "single.txt", "single\n");
+  const fs::path dest = tmp_.path() / "on-minion";
+  auto r =
+      master_->Cli("halite-cp", {"-C", "target1", tree.string(),
+                                 (tmp_.path() / "src" / "single.txt").string(), dest.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const std::string d = dest.string();
+  EXPECT_EQ(r.out, "target1:\n    ----------\n    " + d + "/single.txt:\n        True\n    " + d +
+                       "/tree/big.bin:\n        True\n    " + d +
+                       "/tree/run.sh:\n        True\n    " + d +
+                       "/tree/sub/deep/note.txt:\n        True\n    " + d +
+                       "/tree/sub/empty:\n        True\n")
+      << r.out;
+  EXPECT_EQ(ReadFileOrEmpty(dest / "tree" / "big.bin"), big);
+  EXPECT_EQ(ReadFileOrEmpty(dest / "tree" / "sub" / "deep" / "note.txt"), "note\n");
+  EXPECT_EQ(ReadFileOrEmpty(dest / "single.txt"), "single\n");
+  EXPECT_EQ(fs::status(dest / "tree" / "run.sh").permissions() & fs::perms::mask, fs::perms(0750));
+  EXPECT_TRUE(fs::is_directory(dest / "tree" / "sub" / "empty"));
+
+  // One file to a file name, uncompressed; then nobody matched, and a missing source.
+  auto one = master_->Cli("halite-cp", {"-n", "--out", "json", "-L", "target1",
+                                        (tmp_.path() / "src" / "single.txt").string(),
+                                        (dest / "renamed.txt").string()});
+  ASSERT_EQ(one.exit_code, 0) << one.out << one.err;
+  EXPECT_EQ(ReadFileOrEmpty(dest / "renamed.txt"), "single\n");
+  EXPECT_NE(one.out.find("\"" + (dest / "renamed.txt").string() + "\": true"), std::string::npos)
+      << one.out;
+  auto nobody = master_->Cli("halite-cp", {"nobody*", tree.string(), d});
+  EXPECT_EQ(nobody.exit_code, 2) << nobody.out << nobody.err;
+  auto missing = master_->Cli("halite-cp", {"target1", (tmp_.path() / "nope").string(), d});
+  EXPECT_EQ(missing.exit_code, 42);
+  EXPECT_EQ(missing.err, (tmp_.path() / "nope").string() + " does not exist\n");
 }
 
 TEST(JobCacheOffTest, ReturnsReachTheCliButAreNotStored) {
