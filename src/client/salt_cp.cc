@@ -261,8 +261,15 @@ int RunSaltCp(const SaltCpCommandLine& cmd, SaltCpContext& ctx) {
         }
         payload = std::move(*packed);
       }
-      wire::Array arg{wire::Value(file.remote), wire::Value(wire::Base64Encode(payload)),
-                      wire::Value(index > 1), wire::Value(cmd.gzip), wire::Value(file.mode)};
+      // salt-cp sends these positionally, the chunk as bytes; halite's publisher packs bytes
+      // as str, and a base64 str ending in one '=' (a small file) reads as key=value to a
+      // minion. As keyword arguments they reach every minion intact.
+      wire::Array arg{wire::Value(file.remote),
+                      wire::Value::MapOf({{"__kwarg__", true},
+                                          {"chunk", wire::Base64Encode(payload)},
+                                          {"append", index > 1},
+                                          {"compressed", cmd.gzip},
+                                          {"mode", file.mode}})};
       auto returns = SendChunk(cmd, ctx, std::move(arg));
       if (!returns.ok()) {
         if (returns.error().code == ErrorCode::kNotFound) {

@@ -212,6 +212,9 @@ TEST_F(PeerTest, HaliteCpPushesFilesInChunksWithTheirModes) {
   WriteFile(tree / "run.sh", "#!/bin/sh\necho hi\n");
   fs::permissions(tree / "run.sh", fs::perms(0750));
   WriteFile(tree / "sub" / "deep" / "note.txt", "note\n");
+  // Its one chunk is H4sIAAAAAAACA8vI5AIAenpv7QMAAAA=, which a minion would take for a
+  // key=value argument if it were sent as a positional string.
+  WriteFile(tree / "sub" / "hi.txt", "hi\n");
   fs::create_directories(tree / "sub" / "empty");
   WriteFile(tmp_.path() / "src" / "single.txt", "single\n");
   const fs::path dest = tmp_.path() / "on-minion";
@@ -220,15 +223,16 @@ TEST_F(PeerTest, HaliteCpPushesFilesInChunksWithTheirModes) {
                                  (tmp_.path() / "src" / "single.txt").string(), dest.string()});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   const std::string d = dest.string();
-  EXPECT_EQ(r.out, "target1:\n    ----------\n    " + d + "/single.txt:\n        True\n    " + d +
-                       "/tree/big.bin:\n        True\n    " + d +
-                       "/tree/run.sh:\n        True\n    " + d +
-                       "/tree/sub/deep/note.txt:\n        True\n    " + d +
-                       "/tree/sub/empty:\n        True\n")
+  EXPECT_EQ(r.out,
+            "target1:\n    ----------\n    " + d + "/single.txt:\n        True\n    " + d +
+                "/tree/big.bin:\n        True\n    " + d + "/tree/run.sh:\n        True\n    " + d +
+                "/tree/sub/deep/note.txt:\n        True\n    " + d +
+                "/tree/sub/empty:\n        True\n    " + d + "/tree/sub/hi.txt:\n        True\n")
       << r.out;
   EXPECT_EQ(ReadFileOrEmpty(dest / "tree" / "big.bin"), big);
   EXPECT_EQ(ReadFileOrEmpty(dest / "tree" / "sub" / "deep" / "note.txt"), "note\n");
   EXPECT_EQ(ReadFileOrEmpty(dest / "single.txt"), "single\n");
+  EXPECT_EQ(ReadFileOrEmpty(dest / "tree" / "sub" / "hi.txt"), "hi\n");
   EXPECT_EQ(fs::status(dest / "tree" / "run.sh").permissions() & fs::perms::mask, fs::perms(0750));
   EXPECT_TRUE(fs::is_directory(dest / "tree" / "sub" / "empty"));
 
