@@ -1,6 +1,7 @@
 # Every dependency comes from a Debian 12 package (tools/bootstrap installs them).
 find_package(Threads REQUIRED)
 find_package(OpenSSL 3 REQUIRED)
+find_package(ZLIB REQUIRED)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(ZMQ REQUIRED IMPORTED_TARGET libzmq)
 pkg_check_modules(SODIUM REQUIRED IMPORTED_TARGET libsodium)

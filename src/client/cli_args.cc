@@ -259,6 +259,55 @@ std::pair<std::string, std::string> SplitKwarg(std::string_view word) {
   return {std::string(word.substr(0, eq)), std::string(value)};
 }
 
+namespace {
+
+// A dict's assignment: the last value wins, in the first one's place.
+void SetKwarg(wire::Map& kwargs, const std::string& name, wire::Value value) {
+  for (auto& [k, v] : kwargs) {
+    if (k.str() && *k.str() == name) {
+      v = std::move(value);
+      return;
+    }
+  }
+  kwargs.emplace_back(wire::Value(name), std::move(value));
+}
+
+wire::Array WithKwargs(wire::Array out, wire::Map kwargs) {
+  if (!kwargs.empty()) {
+    wire::Map conditioned;
+    conditioned.emplace_back(wire::Value("__kwarg__"), wire::Value(true));
+    for (auto& kv : kwargs) conditioned.push_back(std::move(kv));
+    out.push_back(wire::Value(std::move(conditioned)));
+  }
+  return out;
+}
+
+}  // namespace
+
+wire::Array ParseInputValues(const wire::Array& args,
+                             const std::set<std::string, std::less<>>& no_parse) {
+  wire::Array out;
+  wire::Map kwargs;
+  for (const wire::Value& arg : args) {
+    if (const std::string* word = arg.str()) {
+      auto [name, value] = SplitKwarg(*word);
+      if (name.empty()) {
+        out.push_back(arg);
+      } else {
+        SetKwarg(kwargs, name, no_parse.contains(name) ? wire::Value(value) : YamlifyArg(value));
+      }
+    } else if (const wire::Value* flag = arg.Find("__kwarg__");
+               arg.is_map() && flag && flag->is_bool() && *flag->boolean()) {
+      for (const auto& [k, v] : *arg.map()) {
+        if (k.str() && *k.str() != "__kwarg__") SetKwarg(kwargs, *k.str(), v);
+      }
+    } else {
+      out.push_back(arg);
+    }
+  }
+  return WithKwargs(std::move(out), std::move(kwargs));
+}
+
 wire::Array ParseCliArgs(const std::vector<std::string>& args,
                          const std::set<std::string, std::less<>>& no_parse) {
   wire::Array out;
@@ -269,24 +318,9 @@ wire::Array ParseCliArgs(const std::vector<std::string>& args,
       out.push_back(YamlifyArg(word));
       continue;
     }
-    wire::Value parsed = no_parse.contains(name) ? wire::Value(value) : YamlifyArg(value);
-    bool replaced = false;
-    for (auto& [k, v] : kwargs) {
-      if (*k.str() == name) {
-        v = std::move(parsed);  // a dict: the last one wins, in the first one's place
-        replaced = true;
-        break;
-      }
-    }
-    if (!replaced) kwargs.emplace_back(wire::Value(name), std::move(parsed));
+    SetKwarg(kwargs, name, no_parse.contains(name) ? wire::Value(value) : YamlifyArg(value));
   }
-  if (!kwargs.empty()) {
-    wire::Map conditioned;
-    conditioned.emplace_back(wire::Value("__kwarg__"), wire::Value(true));
-    for (auto& kv : kwargs) conditioned.push_back(std::move(kv));
-    out.push_back(wire::Value(std::move(conditioned)));
-  }
-  return out;
+  return WithKwargs(std::move(out), std::move(kwargs));
 }
 
 }  // namespace halite::client

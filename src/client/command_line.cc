@@ -123,6 +123,18 @@ const std::vector<Option>& Options() {
             c.out_indent = n;
             return OkStatus();
           });
+    value({"--batch-safe-limit"}, [](SaltCommandLine& c, const std::string& v) -> Status {
+      int n = 0;
+      auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+      if (ec != std::errc() || end != v.data() + v.size()) {
+        return Error::InvalidArgument("option --batch-safe-limit: invalid integer value: '" + v +
+                                      "'");
+      }
+      c.batch_safe_limit = n;
+      return OkStatus();
+    });
+    text({"--batch-safe-size"}, &SaltCommandLine::batch_safe_size);
+    flag({"--preview-target"}, &SaltCommandLine::preview_target);
     value({"--batch-wait"}, [](SaltCommandLine& c, const std::string& v) -> Status {
       double seconds = 0;
       auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), seconds);
@@ -148,8 +160,6 @@ const std::vector<Option>& Options() {
                                                {"--module-executors"},
                                                {"--executor-opts"},
                                                {"--subset"},
-                                               {"--batch-safe-limit"},
-                                               {"--batch-safe-size"},
                                                {"--return_kwargs"},
                                                {"-a", "--auth", "--eauth", "--external-auth"},
                                                {"--username"},
@@ -160,7 +170,6 @@ const std::vector<Option>& Options() {
                                                             {"--args-stdin"},
                                                             {"-d", "--doc", "--documentation"},
                                                             {"--config-dump"},
-                                                            {"--preview-target"},
                                                             {"-H", "--hosts"},
                                                             {"-T", "--make-token"}}) {
       missing(std::move(names), false);

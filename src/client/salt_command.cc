@@ -134,6 +134,19 @@ void ShowProgress(std::ostream& err, bool terminal, std::size_t got, std::size_t
       << "/" << expected << "]" << std::flush;
 }
 
+// The minions the target matches, as the master resolves it (a list).
+Result<wire::Value> PreviewTarget(SaltCommandContext& ctx) {
+  HALITE_ASSIGN_OR_RETURN(
+      wire::Value reply,
+      ctx.client.Call(wire::Value::MapOf({{"cmd", "_halite_preview_target"},
+                                          {"tgt", ctx.request.tgt},
+                                          {"tgt_type", ctx.request.tgt_type},
+                                          {"delimiter", ctx.request.delimiter}})));
+  const wire::Value* minions = reply.Find("minions");
+  if (!minions || !minions->array()) return Error::DataLoss("the master sent no minion list");
+  return *minions;
+}
+
 int RunBatchCommand(const SaltCommandLine& cmd, SaltCommandContext& ctx, Display& display) {
   const bool quiet = cmd.static_out;
   BatchOptions options;
@@ -200,6 +213,28 @@ int RunSaltCommand(const SaltCommandLine& cmd, SaltCommandContext& ctx) {
       return 3;
     }
     return RunBatchCommand(cmd, ctx, display);
+  }
+  if (cmd.preview_target || cmd.batch_safe_limit > 1) {
+    auto minions = PreviewTarget(ctx);
+    if (!minions.ok()) {
+      ctx.err << "halite: " << minions.error().message << "\n";
+      return 3;
+    }
+    if (cmd.preview_target) {
+      display.Show(*minions, display.FormatFor(""));
+      return 0;
+    }
+    const std::size_t count = minions->array() ? minions->array()->size() : 0;
+    if (count >= static_cast<std::size_t>(cmd.batch_safe_limit)) {
+      display.Say("\nNOTICE: Too many minions targeted, switching to batch execution.");
+      if (auto st = ctx.client.SubscribeEvents(); !st.ok()) {
+        ctx.err << "halite: " << st.error().message << "\n";
+        return 3;
+      }
+      SaltCommandLine batched = cmd;
+      batched.batch = cmd.batch_safe_size;
+      return RunBatchCommand(batched, ctx, display);
+    }
   }
   if (!cmd.async) {
     if (auto st = ctx.client.SubscribeEvents(); !st.ok()) {

@@ -160,6 +160,8 @@ void ReadAll(YamlMapReader& r, MasterConfig& c) {
   r.ReadInt("minimum_request_version", c.minimum_request_version, 0, 3);
   r.ReadBool("allow_unsigned_v2_requests", c.allow_unsigned_v2_requests);
   c.has_mine_get = r.ReadStringListMap("mine_get", c.mine_get);
+  r.ReadStringListMap("peer", c.peer);
+  r.ReadStringListMap("peer_run", c.peer_run);
   r.ReadInt("max_events_per_request", c.max_events_per_request, 1, 1000000);
   r.ReadInt("minion_events_per_second", c.minion_events_per_second, 1, 1000000);
   r.ReadInt("minion_events_burst", c.minion_events_burst, 1, 10000000);
@@ -321,11 +323,6 @@ void CheckCluster(YamlMapReader& r, const MasterConfig& c) {
 // Salt keys halite reads but does not act on: said at start and by --check, never silent,
 // in the form of DescribeUnreadMasterKey's lines ("key: not supported: why").
 void WarnNotImplemented(YamlMapReader& r, const MasterConfig& c) {
-  if (!c.store_returns) {
-    r.AddWarning(
-        "job_cache: not supported: False (not implemented yet): returns are still written to "
-        "the job cache (events are fired either way)");
-  }
   if (c.zmq_filtering) {
     r.AddWarning(
         "zmq_filtering: not supported: True is not implemented: every publish goes to every "

@@ -206,10 +206,6 @@ constexpr SaltMasterKey kSaltMasterKeys[] = {
      "file_roots)"},
     {"pass_", SaltKeySupport::kNotSupported, "",
      "no gpg cache and no pass renderer (docs/pillar.md)"},
-    {"peer", SaltKeySupport::kNotSupported, "",
-     "minions cannot publish to other minions (publish.publish) or run runners (publish.runner)"},
-    {"peer_run", SaltKeySupport::kNotSupported, "",
-     "minions cannot publish to other minions (publish.publish) or run runners (publish.runner)"},
     {"permissive_acl", SaltKeySupport::kNotSupported, "",
      "no eauth or publisher ACLs: halite, halite-key and halite-run reach the master through "
      "sock_dir, which only the master's user may open"},

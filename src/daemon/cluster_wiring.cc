@@ -4,7 +4,7 @@
 
 #include "halite/cluster/shared_state.h"
 #include "halite/jobs/jid.h"
-#include "halite/master/handlers.h"
+#include "halite/master/publish_job.h"
 #include "halite/version.h"
 #include "halite/wire/event.h"
 #include "master_daemon_impl.h"

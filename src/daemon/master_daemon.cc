@@ -16,6 +16,7 @@
 #include "halite/cluster/shared_state.h"
 #include "halite/common/logging.h"
 #include "halite/common/service_manager.h"
+#include "halite/daemon/peer_runner.h"
 #include "halite/daemon/pillar_setup.h"
 #include "halite/daemon/reload.h"
 #include "halite/jobs/job_cache_registry.h"
@@ -257,6 +258,7 @@ Result<std::unique_ptr<MasterDaemon>> MasterDaemon::Create(config::MasterConfig 
   ctx.event_limits = impl->event_limits.get();
   ctx.recent_jobs = &impl->recent_jobs;
   ctx.presence = &impl->presence;
+  if (!cfg.peer_run.empty()) ctx.peer_runner = MakePeerRunner(cfg);
 
   master::RequestServerOptions req_options;
   const std::string req_ipc = (sock_dir / "halite_req.ipc").string();

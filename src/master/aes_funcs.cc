@@ -8,6 +8,7 @@
 #include "halite/master/fileserver.h"
 #include "halite/master/handlers.h"
 #include "halite/master/mine.h"
+#include "halite/master/peer.h"
 #include "halite/master/targeting.h"
 #include "halite/pillar/compiler.h"
 #include "halite/wire/encoding.h"
@@ -163,6 +164,13 @@ void HandleReturn(MasterContext& ctx, AesRequest req) {
   }
   r.load = load;
   std::string tag = "salt/job/" + jid + "/ret/" + req.id;
+  if (!ctx.config->store_returns) {
+    // Salt's `job_cache: False`: the job was saved when published, its returns go to the
+    // event bus only (store_job returns before the returner), so jobs.lookup_jid finds none.
+    ctx.events->Fire(tag, std::move(load));
+    req.reply(ReplyKind::kEncrypted, wire::Value());
+    return;
+  }
   auto reply = std::move(req.reply);
   MasterContext* c = &ctx;
   auto started = std::chrono::steady_clock::now();
@@ -375,11 +383,7 @@ void DispatchAes(MasterContext& ctx, const std::string& cmd, AesRequest req) {
   if (cmd == "_mine" || cmd == "_mine_delete" || cmd == "_mine_flush" || cmd == "_mine_get") {
     return HandleMine(ctx, cmd, std::move(req));
   }
-  if (cmd == "_file_recv") {
-    // file_recv is off (Salt's default): refuse as Salt does.
-    req.reply(ReplyKind::kEncrypted, wire::Value(false));
-    return;
-  }
+  if (HandlePeerCommand(ctx, cmd, req)) return;
   spdlog::debug("unknown aes command '{}' from '{}'", cmd, req.id);
   req.reply(ReplyKind::kEncrypted, wire::Value::EmptyMap());
 }

@@ -10,6 +10,8 @@
 
 #include "halite/jobs/jid.h"
 #include "halite/master/handlers.h"
+#include "halite/master/peer.h"
+#include "halite/master/publish_job.h"
 #include "halite/master/targeting.h"
 #include "halite/wire/encoding.h"
 #include "halite/wire/event.h"
@@ -44,43 +46,6 @@ wire::Value StrList(const std::vector<std::string>& v) {
   for (const auto& s : v) a.emplace_back(s);
   return wire::Value(std::move(a));
 }
-
-}  // namespace
-
-wire::Value MinionPublishLoad(const wire::Value& load) {
-  const wire::Value* kwargs = load.Find("kwargs");
-  std::string delimiter = ":";
-  if (kwargs) {
-    if (const std::string* d = kwargs->FindStr("delimiter")) delimiter = *d;
-  }
-  auto field = [&](const char* key, wire::Value fallback) {
-    const wire::Value* v = load.Find(key);
-    return v ? *v : fallback;
-  };
-  wire::Value pub = wire::Value::MapOf({{"fun", field("fun", wire::Value())},
-                                        {"arg", field("arg", wire::Value::EmptyArray())},
-                                        {"tgt", field("tgt", wire::Value())},
-                                        {"jid", field("jid", wire::Value())},
-                                        {"ret", field("ret", wire::Value(""))}});
-  if (delimiter != ":") pub.Set("delimiter", delimiter);
-  if (kwargs) {
-    if (const wire::Value* v = kwargs->Find("id")) pub.Set("id", *v);
-  }
-  pub.Set("tgt_type", field("tgt_type", wire::Value("glob")));
-  // The caller's timeout (Salt's LocalClient sends it), as Salt's master passes it on; the
-  // publisher keeps the job for replay that long (publish_replay.h).
-  if (const wire::Value* to = load.Find("to")) pub.Set("to", *to);
-  if (kwargs) {
-    for (const char* k :
-         {"ret_config", "metadata", "module_executors", "executor_opts", "ret_kwargs"}) {
-      if (const wire::Value* v = kwargs->Find(k)) pub.Set(k, *v);
-    }
-  }
-  pub.Set("user", field("user", wire::Value("root")));
-  return pub;
-}
-
-namespace {
 
 std::string NamedError(const char* name, const char* message) {
   return wire::Pack(
@@ -137,80 +102,9 @@ void Publish(MasterContext& ctx, wire::Value load, std::function<void(std::strin
   }
   load.Erase("key");
   load.Erase("token");
-  const wire::Value* tgt = load.Find("tgt");
-  const wire::Value* fun = load.Find("fun");
-  if (!tgt || !fun) {
-    reply(ClearError("publish needs tgt and fun"));
-    return;
-  }
-  std::string tgt_type = load.FindStr("tgt_type") ? *load.FindStr("tgt_type") : "glob";
-  const wire::Value* kwargs = load.Find("kwargs");
-  std::string delimiter = ":";
-  if (kwargs) {
-    if (const std::string* d = kwargs->FindStr("delimiter")) delimiter = *d;
-  }
-  auto resolved = ResolveTargets(ctx, *tgt, tgt_type, delimiter);
-  if (!resolved.ok()) {
-    spdlog::warn("publish: {}", resolved.error().message);
-    reply(ClearReply(wire::Value::MapOf({{"jid", wire::Value()},
-                                         {"minions", wire::Value::EmptyArray()},
-                                         {"error", resolved.error().message}})));
-    return;
-  }
-  if (resolved->minions.empty()) {
-    std::string shown = tgt->str() ? *tgt->str() : tgt->ToJson();
-    reply(ClearReply(
-        wire::Value::MapOf({{"jid", wire::Value()},
-                            {"minions", wire::Value::EmptyArray()},
-                            {"error", "Master could not resolve minions for target " + shown}})));
-    return;
-  }
-  std::string jid;
-  if (const std::string* passed = load.FindStr("jid"); passed && !passed->empty()) {
-    if (!jobs::IsJid(*passed)) {
-      reply(ClearReply(wire::Value::MapOf({{"error", "Master failed to assign jid"}})));
-      return;
-    }
-    jid = *passed;
-  } else {
-    jid = ctx.jids->Next();
-  }
-  load.Set("jid", jid);
-  std::string user = load.FindStr("user") ? *load.FindStr("user") : "root";
-  wire::Value arg = load.Find("arg") ? *load.Find("arg") : wire::Value::EmptyArray();
-  // The job is durable before anyone hears of it, so every master can answer for it.
-  if (auto st = ctx.job_cache->SaveJob(jobs::Job{jid, load, resolved->minions}); !st.ok()) {
-    spdlog::error("publish: cannot save job {}: {}", jid, st.error().ToString());
-    reply(ClearReply(wire::Value::MapOf({{"error", "Master failed to assign jid"}})));
-    return;
-  }
-  if (ctx.recent_jobs) ctx.recent_jobs->Remember(jobs::Job{jid, load, resolved->minions});
-  ctx.events->Fire(jid, wire::Value::MapOf({{"minions", StrList(resolved->minions)}}));
-  ctx.events->Fire("salt/job/" + jid + "/new",
-                   wire::Value::MapOf({{"jid", jid},
-                                       {"tgt_type", tgt_type},
-                                       {"tgt", *tgt},
-                                       {"user", user},
-                                       {"fun", *fun},
-                                       {"arg", arg},
-                                       {"minions", StrList(resolved->minions)},
-                                       {"missing", StrList(resolved->missing)}}));
-  wire::Value pub = MinionPublishLoad(load);
-  ctx.events->Fire("salt/job/" + jid + "/publish", pub);
-  if (auto st = ctx.publisher->Publish(pub); !st.ok()) {
-    spdlog::error("publish of job {} refused: {}", jid, st.error().ToString());
-    reply(ClearReply(wire::Value::MapOf(
-        {{"jid", wire::Value()},
-         {"minions", wire::Value::EmptyArray()},
-         {"error", "Master could not publish the job: " + st.error().message}})));
-    return;
-  }
-  ctx.counters->publishes++;
-  spdlog::info("user {} published {} to {} minions with jid {}", user,
-               fun->str() ? *fun->str() : fun->ToJson(), resolved->minions.size(), jid);
-  reply(ClearReply(wire::Value::MapOf({{"jid", jid},
-                                       {"minions", StrList(resolved->minions)},
-                                       {"missing", StrList(resolved->missing)}})));
+  // Only a minion's minion_pub names its requester (peer.h).
+  load.Erase(kPeerRequesterKey);
+  reply(ClearReply(PublishJob(ctx, std::move(load))));
 }
 
 wire::Value ReturnToValue(const jobs::JobReturn& r) {
@@ -326,6 +220,25 @@ void FireEvent(MasterContext& ctx, const wire::Value& load,
   reply(ClearReply(wire::Value::MapOf({{"fired", true}})));
 }
 
+// salt --preview-target and --batch-safe-limit: whom a target matches, as a publish would
+// resolve it (LocalClient.gather_minions).
+void PreviewTarget(MasterContext& ctx, const wire::Value& load,
+                   std::function<void(std::string)> reply) {
+  const wire::Value* tgt = load.Find("tgt");
+  if (!tgt) {
+    reply(ClearError("_halite_preview_target needs tgt"));
+    return;
+  }
+  const std::string* type = load.FindStr("tgt_type");
+  const std::string* delimiter = load.FindStr("delimiter");
+  auto resolved = ResolveTargets(ctx, *tgt, type ? *type : "glob", delimiter ? *delimiter : ":");
+  if (!resolved.ok()) {
+    reply(ClearError(resolved.error().message));
+    return;
+  }
+  reply(ClearReply(wire::Value::MapOf({{"minions", StrList(resolved->minions)}})));
+}
+
 // manage.present and friends: the minions presence.h counts as present, {id: ""} (no
 // address: presence is by identity, not by connection).
 void PresenceList(MasterContext& ctx, std::function<void(std::string)> reply) {
@@ -357,6 +270,7 @@ void HandleClear(MasterContext& ctx, const std::string& cmd, wire::Value load,
     if (cmd == "_halite_key_event") return KeyEvents(ctx, load, std::move(reply));
     if (cmd == "_halite_presence") return PresenceList(ctx, std::move(reply));
     if (cmd == "_halite_fire_event") return FireEvent(ctx, load, std::move(reply));
+    if (cmd == "_halite_preview_target") return PreviewTarget(ctx, load, std::move(reply));
     if (cmd == "_halite_probe") {
       // Lets a client prove its event subscription is live before it publishes.
       const std::string* nonce = load.FindStr("nonce");

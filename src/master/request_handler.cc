@@ -193,6 +193,7 @@ void HandleRequest(MasterContext& ctx, std::string body, std::function<void(std:
                                std::chrono::system_clock::now().time_since_epoch())
                                .count();
   std::int64_t stamped = now;
+  bool id_proven = false;  // set where a tok verified against the id's accepted key
   if (version > 2) {
     if (load_id != req.id) return bad("envelope id and load id differ");
     const std::string* tok_bytes = tok.str();
@@ -212,6 +213,7 @@ void HandleRequest(MasterContext& ctx, std::string body, std::function<void(std:
       }
       stamped = *ts;
     }
+    id_proven = true;
   } else if (IdFreeCommand(command)) {
     req.id.clear();  // the load's id proves nothing and the command needs none
   } else {
@@ -222,6 +224,7 @@ void HandleRequest(MasterContext& ctx, std::string body, std::function<void(std:
       if (auto st = ctx.minion_keys->VerifyToken(load_id, *tok_bytes); !st.ok()) {
         return bad(st.error().message);
       }
+      id_proven = true;
     } else if (!ctx.config->allow_unsigned_v2_requests) {
       // Every minion holds the v2 AES key: without a tok, the id is only a claim.
       return refuse(
@@ -262,9 +265,8 @@ void HandleRequest(MasterContext& ctx, std::string body, std::function<void(std:
   };
   ctx.counters->CountRequest(command.empty() ? "other" : command);
   // Only an id its token proved counts as seen (presence.h).
-  if (ctx.presence && !req.id.empty() && (version > 2 || !tok.is_nil())) {
-    ctx.presence->Seen(req.id);
-  }
+  req.id_proven = id_proven && !req.id.empty();
+  if (ctx.presence && req.id_proven) ctx.presence->Seen(req.id);
   DispatchAes(ctx, command, std::move(req));
 }
 

@@ -6,6 +6,7 @@
 #include <charconv>
 #include <cmath>
 
+#include "cp_recv.h"
 #include "halite/minion/process.h"
 #include "halite/version.h"
 #include "halite/wire/target.h"
@@ -284,6 +285,7 @@ FunctionTable BuiltinFunctions() {
   t.Add("test.arg", RunOn::kLoop, TestArg);
   t.Add("cmd.run", RunOn::kWorker, CmdRun);
   t.Add("cmd.run_all", RunOn::kWorker, CmdRunAll);
+  t.Add("cp.recv_chunked", RunOn::kWorker, internal::CpRecvChunked);
   t.Add("grains.items", RunOn::kLoop, [](const JobCall&, const JobContext& ctx) {
     return Ok(ctx.grains != nullptr ? *ctx.grains : Value::EmptyMap());
   });

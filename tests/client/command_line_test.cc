@@ -43,7 +43,7 @@ TEST(CommandLineTest, CommandLinesParseAsSaltParsesThem) {
 }
 
 TEST(CommandLineTest, SaltOptionsHaliteLacksAreRefusedByName) {
-  for (const char* option : {"--batch-safe-limit=2", "--subset=1", "-d", "--return_kwargs=x"}) {
+  for (const char* option : {"--subset=1", "-d", "--return_kwargs=x"}) {
     auto got = ParseSaltCommandLine({"*", "test.ping", option, "1"});
     ASSERT_FALSE(got.ok()) << option;
     EXPECT_EQ(CommandLineExitCode(got.error()), 64);
@@ -53,6 +53,23 @@ TEST(CommandLineTest, SaltOptionsHaliteLacksAreRefusedByName) {
   auto range = ParseSaltCommandLine({"-R", "%x", "test.ping"});
   ASSERT_FALSE(range.ok());
   EXPECT_NE(range.error().message.find("--range"), std::string::npos);
+}
+
+TEST(CommandLineTest, BatchSafeLimitAndPreviewTarget) {
+  auto got = ParseSaltCommandLine(
+      {"--batch-safe-limit", "3", "*", "test.ping", "--batch-safe-size=2", "--preview-target"});
+  ASSERT_TRUE(got.ok()) << got.error().message;
+  EXPECT_EQ(got->batch_safe_limit, 3);
+  EXPECT_EQ(got->batch_safe_size, "2");
+  EXPECT_TRUE(got->preview_target);
+  EXPECT_TRUE(got->batch.empty());
+  auto defaults = ParseSaltCommandLine({"*", "test.ping"});
+  ASSERT_TRUE(defaults.ok());
+  EXPECT_EQ(defaults->batch_safe_limit, 0);
+  EXPECT_EQ(defaults->batch_safe_size, "8");  // Salt's default
+  auto bad = ParseSaltCommandLine({"--batch-safe-limit", "many", "*", "test.ping"});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(CommandLineExitCode(bad.error()), 64);
 }
 
 TEST(CommandLineTest, BatchAndOutputOptionsAreReadAsSaltReadsThem) {

@@ -338,11 +338,20 @@ TEST(MasterConfigTest, DefaultIncludeAndIncludeMergeAsSaltsIncludeConfig) {
   EXPECT_THAT(broken.error().message, HasSubstr("other.conf"));
 }
 
-TEST(MasterConfigTest, JobCacheTakesSaltsBooleanAndFalseWarnsWithoutStoppingTheMaster) {
+TEST(MasterConfigTest, PeerAndPeerRunAreIdRegexToFunctionRegexes) {
+  const Loaded<MasterConfig> loaded =
+      ParseOk("peer:\n  'web.*': [test.*, 'cmd.run']\npeer_run:\n  .*: [manage.up]\n");
+  EXPECT_THAT(loaded.warnings, IsEmpty());
+  EXPECT_EQ(loaded.config.peer.at("web.*"), (std::vector<std::string>{"test.*", "cmd.run"}));
+  EXPECT_EQ(loaded.config.peer_run.at(".*"), std::vector<std::string>{"manage.up"});
+  EXPECT_THAT(Lines(ParseError("peer:\n  .*: test.ping\n").message),
+              ElementsAre(HasSubstr("peer..*: expected a list of strings")));
+}
+
+TEST(MasterConfigTest, JobCacheTakesSaltsBoolean) {
   const Loaded<MasterConfig> off = ParseOk("job_cache: False\n");
   EXPECT_FALSE(off.config.store_returns);
-  EXPECT_THAT(off.warnings,
-              ElementsAre(StartsWith("job_cache: not supported: False (not implemented yet)")));
+  EXPECT_THAT(off.warnings, IsEmpty());
   const Loaded<MasterConfig> on = ParseOk("job_cache: True\n");
   EXPECT_TRUE(on.config.store_returns);
   EXPECT_THAT(on.warnings, IsEmpty());
@@ -418,8 +427,6 @@ gitfs_remotes: [https://example.com/states.git]
 mworker_niceness: 5
 fileserver_backend_typo: [roots]
 transport: tcp
-peer:
-  .*: [test.*]
 log_level_logfile: debug
 )");
   EXPECT_THAT(loaded.warnings,
@@ -429,7 +436,6 @@ log_level_logfile: debug
                           StartsWith("mworker_niceness: ignored: "),
                           "unknown key 'fileserver_backend_typo' (ignored)",
                           StartsWith("transport: not supported: only the ZeroMQ transport"),
-                          StartsWith("peer: not supported: minions cannot publish"),
                           StartsWith("log_level_logfile: ignored: halite-master has one log")));
   EXPECT_THAT(ParseOk("fileserver_backend: [roots, git]\nhash_type: md5\n").warnings,
               ElementsAre(StartsWith("fileserver_backend: not supported"),

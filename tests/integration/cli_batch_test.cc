@@ -170,6 +170,25 @@ TEST_F(CliBatchTest, BatchStaticOutFileAndExitCodesAreSalts) {
               "-------------------------------------------\n");
   }
   {
+    SCOPED_TRACE(
+        "--batch-safe-limit: at least the limit targeted runs as -b SIZE; --preview-target");
+    auto r = Halite({"--batch-safe-limit", "3", "--batch-safe-size", "3", "*", "test.ping"});
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    EXPECT_EQ(r.out.find("\nNOTICE: Too many minions targeted, switching to batch execution.\n"
+                         "\nExecuting run on ['b1', 'b2', 'b3']\n\n"),
+              0u)
+        << r.out;
+    EXPECT_NE(r.out.find("\nExecuting run on ['b4']\n\n"), std::string::npos) << r.out;
+    auto below = Halite({"--batch-safe-limit", "5", "-L", "b1,b2", "test.ping"});
+    EXPECT_EQ(below.exit_code, 0) << below.err;
+    EXPECT_TRUE(below.out == "b1:\n    True\nb2:\n    True\n" ||
+                below.out == "b2:\n    True\nb1:\n    True\n")
+        << below.out;
+    auto preview = Halite({"--preview-target", "-L", "b1,b3,nobody", "test.ping"});
+    EXPECT_EQ(preview.exit_code, 0) << preview.err;
+    EXPECT_EQ(preview.out, "- b1\n- b3\n");
+  }
+  {
     SCOPED_TRACE("a minion that does not answer");
     minions_.back()->Kill();  // b4
     auto r = Halite({"-t", "1", "*", "test.ping"});

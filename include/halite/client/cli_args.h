@@ -30,4 +30,11 @@ std::pair<std::string, std::string> SplitKwarg(std::string_view word);
 wire::Array ParseCliArgs(const std::vector<std::string>& args,
                          const std::set<std::string, std::less<>>& no_parse = {});
 
+// parse_input on values already loaded (what a minion's publish.publish sends: strings, numbers,
+// maps): a string `key=value` becomes a kwarg (its value YAML-loaded unless in `no_parse`), a
+// map holding "__kwarg__": True gives its other keys as kwargs, anything else stays
+// positional as it is; kwargs appended as one {"__kwarg__": true, ...}.
+wire::Array ParseInputValues(const wire::Array& args,
+                             const std::set<std::string, std::less<>>& no_parse = {});
+
 }  // namespace halite::client

@@ -38,6 +38,11 @@ struct SaltCommandLine {
   std::string batch;
   double batch_wait = 0;  // seconds
   bool failhard = false;
+  // Salt's --batch-safe-limit: with at least this many minions targeted (and more than 1), run
+  // as `-b batch_safe_size`.
+  int batch_safe_limit = 0;
+  std::string batch_safe_size = "8";
+  bool preview_target = false;  // --preview-target: print the targeted minions, run nothing
   // Output options.
   bool static_out = false;   // -s: every return at once, as one dict
   bool progress = false;     // -p

@@ -63,7 +63,7 @@ struct MasterConfig {
   std::string master_job_cache{kJobCacheLocal};  // kJobCacheLocal or kJobCachePostgres
   YAML::Node job_cache{YAML::NodeType::Map};     // backend options, read by its factory
   // Salt's `job_cache: True/False` (job_cache written as a boolean, not as backend options).
-  // False is accepted, warned about, and not implemented yet: returns are still stored.
+  // False: as Salt, jobs are saved when published but returns only go to the event bus.
   bool store_returns = true;
   std::chrono::seconds publish_session{86400};  // session key and cluster AES key lifetime
   // A v3 request whose `ts` is further than this from our clock, in either direction, is
@@ -156,6 +156,10 @@ struct MasterConfig {
   // (has_mine_get false): every function is readable, subject to the minion-side allow_tgt.
   bool has_mine_get = false;
   std::map<std::string, std::vector<std::string>> mine_get;
+  // Salt's `peer:` (minion id regex -> function regexes it may publish with publish.publish)
+  // and `peer_run:` (-> runner regexes it may run with publish.runner). Empty: refused.
+  std::map<std::string, std::vector<std::string>> peer;
+  std::map<std::string, std::vector<std::string>> peer_run;
   // Minion events: at most this many per _minion_event request, and per minion a token bucket
   // of `minion_events_burst` refilled at `minion_events_per_second`. Excess events are dropped
   // and counted (halite_events_rejected_total).

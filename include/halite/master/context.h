@@ -120,6 +120,12 @@ struct MasterContext {
   Presence* presence = nullptr;              // null: no presence tracking
   // Cluster mode: a snapshot of the peer links for cluster.status; empty otherwise.
   std::function<wire::Value()> cluster_status;
+  // publish.runner (peer.h): runs runner `fun` with parse_input'd `args` for minion
+  // `requester` and gives the value salt-run would print; set by daemon/ (runners sit above
+  // master). Null: every minion_runner is answered {}. Called on a worker; may block.
+  std::function<Result<wire::Value>(const std::string& fun, const wire::Array& args,
+                                    const std::string& requester)>
+      peer_runner;
 };
 
 // Answers one request body (salt-wire 3.3); `reply` is called exactly once, possibly later

@@ -19,6 +19,9 @@ enum class ReplyKind {
 struct AesRequest {
   int version = 0;
   std::string id;  // the minion id (checked against the token for v3)
+  // `id` was proven by a tok (v3, or a signed v2 request); false for an unsigned v2 request
+  // let through by allow_unsigned_v2_requests, whose id is only a claim.
+  bool id_proven = false;
   std::optional<std::string> nonce;
   std::string enc_algo = "OAEP-SHA1";
   std::string sig_algo = "PKCS1v15-SHA1";
@@ -37,11 +40,8 @@ void HandleAuth(MasterContext& ctx, const wire::Value& load, int version,
 // clear_funcs.cc: publish, ping and halite's local tool commands.
 void HandleClear(MasterContext& ctx, const std::string& cmd, wire::Value load,
                  std::function<void(std::string)> reply);
-// clear_funcs.cc: what minions receive for a saved publish load (fun, arg, tgt, tgt_type,
-// jid, ret, to, user and the kwargs Salt passes on); `load` must carry its jid. Also used to
-// publish a job found in the job cache that no peer forwarded (a cut peer link).
-wire::Value MinionPublishLoad(const wire::Value& load);
-// aes_funcs.cc: _return, _pillar, _minion_event, file server, unknown -> {}.
+// aes_funcs.cc: _return, _pillar, _minion_event, file server, peer.h's commands,
+// unknown -> {}.
 void DispatchAes(MasterContext& ctx, const std::string& cmd, AesRequest req);
 
 }  // namespace halite::master
