@@ -15,10 +15,7 @@ namespace {
 
 // re.match(pattern, text), as Salt's ACLs use it; a bad pattern matches nothing.
 bool ReMatch(const std::string& pattern, const std::string& text) {
-  auto re = wire::CompileRegexCached(pattern);
-  if (!re.ok()) return false;
-  auto m = re->Match(text, wire::RegexAnchor::kStart);
-  return m.ok() && *m;
+  return wire::ReMatchOrFalse(pattern, text);
 }
 
 // Salt's master-side `mine_get` ACL: the functions `requester` may read.

@@ -21,10 +21,7 @@ namespace {
 
 // re.match(pattern, text), as Salt's ACLs use it; a bad pattern matches nothing.
 bool ReMatch(const std::string& pattern, const std::string& text) {
-  auto re = wire::CompileRegexCached(pattern);
-  if (!re.ok()) return false;
-  auto m = re->Match(text, wire::RegexAnchor::kStart);
-  return m.ok() && *m;
+  return wire::ReMatchOrFalse(pattern, text);
 }
 
 // Every pattern of `acl` entries whose id regex matches `id`.

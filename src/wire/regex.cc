@@ -146,6 +146,13 @@ Result<Regex> CompileRegexCached(std::string_view pattern) {
   return cache.entries.back().regex;
 }
 
+bool ReMatchOrFalse(std::string_view pattern, std::string_view text) {
+  auto re = CompileRegexCached(pattern);
+  if (!re.ok()) return false;
+  auto m = re->Match(text, RegexAnchor::kStart);
+  return m.ok() && *m;
+}
+
 std::size_t RegexCacheMissesForTest() { return ThreadCache().misses; }
 
 }  // namespace halite::wire

@@ -22,7 +22,10 @@ using namespace std::chrono_literals;
 
 class ClusterTest : public ::testing::Test {
  protected:
-  void MakeCluster(int n, bool start = true, bool auto_accept = true) {
+  // `unreachable_peers`: each master's peer list names an address nobody listens on instead
+  // of the others, so no peer link ever comes up (as after a cut of the masters' network).
+  void MakeCluster(int n, bool start = true, bool auto_accept = true,
+                   bool unreachable_peers = false) {
     for (int i = 0; i < n; ++i) ips_.push_back(UniqueLoopbackIp());
     for (int i = 0; i < n; ++i) {
       MasterSpec spec;
@@ -33,7 +36,7 @@ class ClusterTest : public ::testing::Test {
       spec.shared_dir = shared_;
       spec.health_port = health_port_;
       for (int j = 0; j < n; ++j) {
-        if (j != i) spec.cluster_peers.push_back(ips_[j]);
+        if (j != i) spec.cluster_peers.push_back(unreachable_peers ? UniqueLoopbackIp() : ips_[j]);
       }
       masters_.push_back(std::make_unique<MasterUnderTest>(tmp_.path(), spec));
     }
@@ -233,19 +236,7 @@ TEST_F(ClusterTest, ACliWhoseMasterIsKilledMidJobPrintsEveryReturnTheClusterStor
 // masters' own network) still reaches the other master's minions: that master finds it in
 // the shared job cache and publishes it; the CLI gets the return from the job cache.
 TEST_F(ClusterTest, AJobNoPeerCouldForwardReachesTheOtherMastersMinionsThroughTheJobCache) {
-  for (int i = 0; i < 2; ++i) ips_.push_back(UniqueLoopbackIp());
-  for (int i = 0; i < 2; ++i) {
-    MasterSpec spec;
-    spec.id = ips_[i];
-    spec.ip = ips_[i];
-    spec.auto_accept = true;
-    spec.cluster_id = "c1";
-    spec.shared_dir = shared_;
-    spec.cluster_peers = {UniqueLoopbackIp()};  // unreachable: no peer link ever comes up
-    masters_.push_back(std::make_unique<MasterUnderTest>(tmp_.path(), spec));
-  }
-  for (auto& m : masters_) m->StartAsync();
-  for (auto& m : masters_) m->WaitReady();
+  MakeCluster(2, /*start=*/true, /*auto_accept=*/true, /*unreachable_peers=*/true);
   AddMinion("far", 1);
   std::string last;
   ASSERT_TRUE(EveryMinionAnswers(*masters_[1], "*", {"test.ping"}, 1, &last)) << last;

@@ -59,6 +59,10 @@ class Regex {
 // failures included), so matching one target against 10,000 minions compiles it once.
 Result<Regex> CompileRegexCached(std::string_view pattern);
 
+// Python's re.match(pattern, text) as Salt's ACLs use it (peer:, peer_run:, mine_get:), through
+// the per-thread cache; a pattern that does not compile, or a match over its limits, is false.
+bool ReMatchOrFalse(std::string_view pattern, std::string_view text);
+
 // Compilations CompileRegexCached did on this thread (cache misses).
 std::size_t RegexCacheMissesForTest();
 
