@@ -33,6 +33,7 @@
 #include "halite/master/minion_data.h"
 #include "halite/master/minion_keys.h"
 #include "halite/master/services.h"
+#include "halite/master/session_keys.h"
 #include "halite/wire/crypticle.h"
 #include "halite/wire/event.h"
 #include "halite/wire/msgpack.h"
@@ -190,8 +191,8 @@ struct Harness {
         key_store->Write(keys::KeyState::kAccepted, kMinionId, minion_key->PublicKey().ToPem())
             .ok());
     minion_keys = std::make_unique<master::MinionKeys>(*key_store);
-    session_keys = std::make_unique<master::SessionKeys>(fs::path(config.cachedir) / "sessions",
-                                                         std::chrono::seconds(86400));
+    session_keys = master::MakeFileSessionKeys(fs::path(config.cachedir) / "sessions",
+                                               std::chrono::seconds(86400));
     aes = std::make_unique<master::AesKeyRing>(*wire::Crypticle::FromKeyString(kAesKey));
     minion_data = std::make_unique<master::MinionData>(config.cachedir);
 
@@ -256,7 +257,9 @@ struct Harness {
     }
     master::CrypticlePtr key = aes->Current();
     if (v3) {
-      auto session = session_keys->Get(kMinionId);
+      auto stamp = key_store->Stamp(keys::KeyState::kAccepted, kMinionId);
+      HALITE_CHECK(stamp.ok()) << stamp.error().ToString();
+      auto session = session_keys->Get(kMinionId, *stamp);
       HALITE_CHECK(session.ok()) << session.error().ToString();
       key = *session;
     }
