@@ -2,9 +2,13 @@
 // what peers send (events, publishes, AES rotations), cluster.status and etcd membership.
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <set>
+
 #include "halite/cluster/shared_state.h"
 #include "halite/jobs/jid.h"
 #include "halite/master/publish_job.h"
+#include "halite/master/publish_replay.h"
 #include "halite/version.h"
 #include "halite/wire/event.h"
 #include "master_daemon_impl.h"
@@ -167,25 +171,36 @@ void MasterDaemon::Impl::ScanJobCacheForJobs() {
     if (!jids.ok()) {
       spdlog::warn("job cache scan for unforwarded jobs: {}", jids.error().message);
     } else {
-      // The first scan only learns what is there: jobs saved before this master started went
-      // to the minions of the masters that were up, and a restarted master must not send
-      // the last minute's jobs again (a peer's backlog brings what it missed meanwhile).
-      const bool first = !storage_scan_primed.exchange(true);
+      // A restarted master publishes the last minute's jobs too: a peer that forwarded a job
+      // to its earlier self (acknowledged, then it died) does not send it again, and the
+      // minions that move here would miss it. Minions that returned are left out (as in a
+      // replay), and the others drop a jid they already have.
       for (const std::string& jid : *jids) {
-        if (first) {
-          seen_jids.Insert(jid);
-          continue;
-        }
         if (jid >= settled) break;  // sorted: the rest are too new
         if (seen_jids.Contains(jid)) continue;
         auto job = job_cache->LoadJob(jid);
-        if (!job.ok()) continue;               // not readable yet: the next scan tries again
+        if (!job.ok()) continue;  // not readable yet: the next scan tries again
+        wire::Value pub = master::MinionPublishLoad(job->load);
+        std::set<std::string, std::less<>> returned;
+        if (auto returns = job_cache->LoadReturns(jid); returns.ok()) {
+          for (const auto& r : *returns) returned.insert(r.minion_id);
+        }
+        const bool all_returned =
+            !job->minions.empty() &&
+            std::all_of(job->minions.begin(), job->minions.end(),
+                        [&](const std::string& id) { return returned.count(id) != 0; });
         if (!seen_jids.Insert(jid)) continue;  // a forward arrived meanwhile
+        if (all_returned) continue;            // nothing left to deliver
+        if (!returned.empty()) {
+          if (auto tgt = master::TargetExcluding(pub, returned)) {
+            pub.Set("tgt", std::move(*tgt));
+            pub.Set("tgt_type", "compound");
+          }
+        }
         storage_publishes++;
-        spdlog::warn("publishing {} from the job cache: no peer forwarded it (cut peer link?)",
-                     jid);
+        spdlog::warn("publishing {} from the job cache: no peer forwarded it here", jid);
         recent_jobs.Remember(*job);  // its returns here are checked against its minions
-        (void)publisher->Publish(master::MinionPublishLoad(job->load));
+        (void)publisher->Publish(std::move(pub));
       }
     }
     storage_scan_running = false;

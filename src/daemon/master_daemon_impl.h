@@ -119,7 +119,6 @@ struct MasterDaemon::Impl {
   std::atomic<std::uint64_t> forwarded_publishes{0};
   std::atomic<std::uint64_t> storage_publishes{0};  // jobs found in the job cache only
   std::atomic<bool> storage_scan_running{false};
-  std::atomic<bool> storage_scan_primed{false};
   std::atomic<std::uint64_t> stale_publishes_dropped{0};
 
   // Health: a checker thread probes the shared dir, the job cache and the loops every

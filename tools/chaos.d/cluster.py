@@ -210,7 +210,8 @@ def parse_cli(stdout):
             break
         obj, i = dec.raw_decode(text, i)
         for mid, ret in obj.items():
-            if ret == "Minion did not return. [No response]":
+            # Salt's text, and after it how to look the job up later.
+            if isinstance(ret, str) and ret.startswith("Minion did not return. [No response]"):
                 gave_up.add(mid)
             else:
                 printed.add(mid)
