@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <vector>
 
 #include "halite/wire/glob.h"
 #include "halite/wire/regex.h"
@@ -51,16 +52,22 @@ std::string PyStr(const wire::Value& v) {
   return wire::ScalarToString(v);
 }
 
+// Salt's ACL entries are one condition or a list of them; the entries, uncopied.
+std::vector<const wire::Value*> OneOrList(const wire::Value& valid) {
+  std::vector<const wire::Value*> out;
+  if (const wire::Array* a = valid.array()) {
+    for (const wire::Value& v : *a) out.push_back(&v);
+  } else {
+    out.push_back(&valid);
+  }
+  return out;
+}
+
 // __args_check: `valid` is {"args": [...], "kwargs": {...}} or a list of them; a null
 // pattern allows any value.
 bool ArgsCheck(const wire::Value& valid, const wire::Value& args, const wire::Value& kwargs) {
-  wire::Array conds;
-  if (const wire::Array* a = valid.array()) {
-    conds = *a;
-  } else {
-    conds.push_back(valid);
-  }
-  for (const wire::Value& cond : conds) {
+  for (const wire::Value* each : OneOrList(valid)) {
+    const wire::Value& cond = *each;
     if (!cond.is_map()) continue;
     bool good = true;
     if (const wire::Value* cond_args = cond.Find("args"); cond_args && cond_args->array()) {
@@ -101,13 +108,8 @@ bool ArgsCheck(const wire::Value& valid, const wire::Value& args, const wire::Va
 // __fun_check: `valid` is a regex, a {regex: args-conditions} map, or a list of them.
 bool FunCheck(const wire::Value& valid, std::string_view fun, const wire::Value& args,
               const wire::Value& kwargs) {
-  wire::Array conds;
-  if (const wire::Array* a = valid.array()) {
-    conds = *a;
-  } else {
-    conds.push_back(valid);
-  }
-  for (const wire::Value& cond : conds) {
+  for (const wire::Value* each : OneOrList(valid)) {
+    const wire::Value& cond = *each;
     if (const std::string* regex = cond.str()) {
       if (MatchCheck(*regex, wire::Value(fun))) return true;
     } else if (const wire::Map* m = cond.map()) {
