@@ -240,6 +240,10 @@ wire::Value MasterDaemon::Impl::ClusterStatus() {
     status.Set("coordination", problem.empty() ? wire::Value("ok") : wire::Value(problem));
   }
   status.Set("peers", wire::Value(std::move(links)));
+  {
+    std::lock_guard lock(health_mu);
+    if (!quorum_decision.side.empty()) status.Set("quorum", QuorumToValue(quorum_decision));
+  }
   status.Set("forwarded_publishes", forwarded_publishes.load());
   status.Set("stale_publishes_dropped", stale_publishes_dropped.load());
   status.Set("storage_publishes", storage_publishes.load());

@@ -1,5 +1,6 @@
 // The health-check thread, /health and /metrics of one master (master_daemon_impl.h).
 #include <pthread.h>
+#include <spdlog/spdlog.h>
 
 #include <cstdio>
 
@@ -49,6 +50,9 @@ void MasterDaemon::Impl::RunHealthChecks() {
     if (auto st = job_cache->Check(); !st.ok()) {
       problems.push_back("job cache: " + st.error().message);
     }
+    if (peers) {
+      if (auto p = CheckQuorum()) problems.push_back(*p);
+    }
     // systemd's watchdog (WatchdogSec=) is fed while both loops answered within the stale
     // window and this thread itself gets round: a hung loop, or a probe stuck on a dead
     // shared folder, stops the feeding and systemd restarts the master. A master that is only
@@ -62,6 +66,46 @@ void MasterDaemon::Impl::RunHealthChecks() {
     health_checked_at = std::chrono::steady_clock::now();
     health_cv.wait_for(lock, period, [this] { return health_stop; });
   }
+}
+
+std::optional<std::string> MasterDaemon::Impl::CheckQuorum() {
+  if (!quorum) quorum.emplace(config.id, cluster::QuorumTracker::Options{});
+  std::vector<std::string> ids, reachable;
+  for (const auto& link : peers->Status()) {
+    ids.push_back(link.id);
+    if (link.connected) reachable.push_back(link.id);
+  }
+  const auto dir = shared_pki / "quorum";
+  // A write that fails is the shared folder's problem, which ProbeDirectory reports.
+  (void)cluster::WriteQuorumView(dir, {config.id, ++quorum_seq, reachable});
+  auto views = cluster::ReadQuorumViews(dir, ids);
+  auto decision = quorum->Observe(views.ok() ? *views : std::vector<cluster::QuorumView>{},
+                                  reachable, std::chrono::steady_clock::now());
+  std::optional<std::string> problem;
+  if (!decision.serving) problem = cluster::QuorumProblem(decision);
+  std::lock_guard lock(health_mu);
+  if (decision.serving != quorum_decision.serving) {
+    if (problem) {
+      spdlog::error("{}", *problem);
+    } else if (!quorum_decision.side.empty()) {
+      spdlog::warn("partition healed: this master serves again (its side: {} masters)",
+                   decision.side.size());
+    }
+  }
+  quorum_decision = std::move(decision);
+  return problem;
+}
+
+wire::Value MasterDaemon::Impl::QuorumToValue(const cluster::QuorumDecision& d) {
+  auto list = [](const std::vector<std::string>& ids) {
+    wire::Array out;
+    for (const auto& id : ids) out.emplace_back(id);
+    return wire::Value(std::move(out));
+  };
+  return wire::Value::MapOf({{"serving", d.serving},
+                             {"side", list(d.side)},
+                             {"serving_side", list(d.winner)},
+                             {"alive", list(d.alive)}});
 }
 
 std::vector<std::string> MasterDaemon::Impl::LoopProblems() const {
@@ -78,9 +122,11 @@ std::vector<std::string> MasterDaemon::Impl::LoopProblems() const {
 cluster::HealthReport MasterDaemon::Impl::Health() {
   auto now = std::chrono::steady_clock::now();
   std::vector<std::string> problems;
+  cluster::QuorumDecision quorum_now;
   {
     std::lock_guard lock(health_mu);
     problems = health_problems;
+    quorum_now = quorum_decision;
     if (health_checked_at.time_since_epoch().count() == 0) {
       problems.push_back("no health check has completed yet");
     } else if (now - health_checked_at > kHealthStale) {
@@ -104,6 +150,7 @@ cluster::HealthReport MasterDaemon::Impl::Health() {
                                           {"problem", link.problem}}));
     }
     body.Set("peers", wire::Value(std::move(links)));
+    if (!quorum_now.side.empty()) body.Set("quorum", QuorumToValue(quorum_now));
   }
   return {problems.empty(), body.ToJson()};
 }

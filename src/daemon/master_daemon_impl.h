@@ -22,6 +22,7 @@
 #include "halite/cluster/health_server.h"
 #include "halite/cluster/membership.h"
 #include "halite/cluster/peer_channel.h"
+#include "halite/cluster/quorum.h"
 #include "halite/daemon/master_daemon.h"
 #include "halite/jobs/jid.h"
 #include "halite/jobs/job_cache.h"
@@ -130,6 +131,10 @@ struct MasterDaemon::Impl {
   bool health_stop = false;                                 // guarded by health_mu
   std::vector<std::string> health_problems;                 // guarded by health_mu
   std::chrono::steady_clock::time_point health_checked_at;  // guarded by health_mu
+  // Which side of a cut between masters serves (quorum.h); cluster mode, health thread only.
+  std::optional<cluster::QuorumTracker> quorum;
+  std::uint64_t quorum_seq = 0;
+  cluster::QuorumDecision quorum_decision;  // guarded by health_mu
   std::atomic<std::int64_t> request_loop_beat{0};
   std::atomic<std::int64_t> publisher_loop_beat{0};
 
@@ -138,6 +143,10 @@ struct MasterDaemon::Impl {
   // What /health says of the two ZeroMQ loops: a loop that has not answered a probe within
   // kHealthStale is "not running". Empty: both answer (also what feeds systemd's watchdog).
   std::vector<std::string> LoopProblems() const;
+  // One round of the partition rule: writes this master's view, reads the peers', decides.
+  // A problem when this master is outside the side that serves.
+  std::optional<std::string> CheckQuorum();
+  static wire::Value QuorumToValue(const cluster::QuorumDecision& d);
   // cluster_wiring.cc: the peer channel, its handlers and (etcd) membership.
   Status WireCluster(const cluster::CurveKeyPair& curve);
   void OnPeerMessage(const std::string& peer, cluster::PeerMessage message);  // cluster loop

@@ -6,13 +6,16 @@
 
 #include <algorithm>
 #include <future>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <thread>
 #include <zmq.hpp>
 
 #include "gluster_volume.h"
 #include "halite/keys/fs.h"
 #include "halite/wire/encoding.h"
 #include "harness.h"
+#include "http_client.h"
 #include "raw_client.h"
 
 namespace halite::testing {
@@ -35,9 +38,11 @@ class ClusterTest : public ::testing::Test {
       spec.cluster_id = "c1";
       spec.shared_dir = shared_;
       spec.health_port = health_port_;
+      if (auto it = extra_yaml_.find(i); it != extra_yaml_.end()) spec.extra_yaml = it->second;
       for (int j = 0; j < n; ++j) {
         if (j != i) spec.cluster_peers.push_back(unreachable_peers ? UniqueLoopbackIp() : ips_[j]);
       }
+      specs_.push_back(spec);
       masters_.push_back(std::make_unique<MasterUnderTest>(tmp_.path(), spec));
     }
     if (!start) return;
@@ -68,7 +73,9 @@ class ClusterTest : public ::testing::Test {
   // When shared_ is on GlusterFS; declared before the masters so it outlives them.
   std::unique_ptr<GlusterVolume> gluster_;
   int health_port_ = 0;  // 0: no /health
+  std::map<int, std::string> extra_yaml_;  // MakeCluster: added to master i's config
   std::vector<std::string> ips_;
+  std::vector<MasterSpec> specs_;
   std::vector<std::unique_ptr<MasterUnderTest>> masters_;
   std::vector<std::unique_ptr<MinionUnderTest>> minions_;
   zmq::context_t ctx_;
@@ -249,6 +256,131 @@ TEST_F(ClusterTest, AJobNoPeerCouldForwardReachesTheOtherMastersMinionsThroughTh
   ASSERT_TRUE(parsed.is_object()) << status.out;
   EXPECT_GE(parsed.value("storage_publishes", 0), 1) << status.out;
   EXPECT_EQ(parsed.value("forwarded_publishes", 1), 0) << status.out;
+}
+
+// Issue 16, deliver 4: the masters' own network is cut so that master 3 reaches neither peer
+// while its minion, the shared storage and the other two masters (which still reach each
+// other) stay reachable. Here master 3 runs its peer channel on another port, so no link to
+// or from it comes up while every id stays the real one, as behind a failed switch. Master 3
+// reports the partition on /health (503: HAProxy moves its minions to the majority), masters
+// 1 and 2 keep serving, cluster.status shows the sides, and a job published on master 1
+// still reaches master 3's minion through the job cache. Healed (master 3 back on the
+// cluster's port), master 3 serves again.
+TEST_F(ClusterTest, AMasterCutFromBothPeersReportsThePartitionAndTheMajorityServes) {
+  health_port_ = 4510;
+  extra_yaml_[2] = "cluster_pool_port: 4530\n";
+  MakeCluster(3);
+  AddMinion("island", 2);
+  std::string last;
+  ASSERT_TRUE(EveryMinionAnswers(*masters_[2], "*", {"test.ping"}, 1, &last)) << last;
+  auto health = [&](int i) { return HttpCall(ips_[i], 4510, "GET", "/health", {}, "", 5s); };
+  HttpResponse cut;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        cut = health(2);
+        return cut.status == 503;
+      },
+      60s, 250ms))
+      << cut.status << " " << cut.body;
+  EXPECT_NE(cut.body.find("partitioned: this master's side (" + ips_[2] + ") is cut off"),
+            std::string::npos)
+      << cut.body;
+  std::vector<std::string> majority{ips_[0], ips_[1]};
+  std::sort(majority.begin(), majority.end());
+  for (int i : {0, 1}) {
+    auto h = health(i);
+    EXPECT_EQ(h.status, 200) << ips_[i] << ": " << h.body;
+    auto body = nlohmann::json::parse(h.body, nullptr, false);
+    ASSERT_TRUE(body.is_object()) << h.body;
+    EXPECT_EQ(body["quorum"].value("serving", false), true) << h.body;
+    EXPECT_EQ(body["quorum"]["serving_side"], nlohmann::json(majority)) << h.body;
+  }
+  auto status = masters_[2]->Cli("halite-run", {"--out", "json", "cluster.status"});
+  ASSERT_EQ(status.exit_code, 0) << status.err;
+  auto parsed = nlohmann::json::parse(status.out, nullptr, false);
+  ASSERT_TRUE(parsed.is_object()) << status.out;
+  EXPECT_EQ(parsed["quorum"].value("serving", true), false) << status.out;
+  EXPECT_EQ(parsed["quorum"]["side"], nlohmann::json({ips_[2]})) << status.out;
+  EXPECT_EQ(parsed["quorum"]["serving_side"], nlohmann::json(majority)) << status.out;
+  // The job reaches the cut-off master's minion anyway, once.
+  auto job = masters_[0]->Cli("halite", {"-t", "30", "--out", "txt", "island", "test.echo", "x"});
+  EXPECT_EQ(job.exit_code, 0) << job.out << job.err;
+  EXPECT_EQ(job.out, "island: x\n") << job.err;
+  // Healed: master 3 on the cluster's port again; every master serves.
+  masters_[2]->Stop();
+  specs_[2].extra_yaml.clear();
+  masters_[2] = std::make_unique<MasterUnderTest>(tmp_.path(), specs_[2]);
+  masters_[2]->Start();
+  HttpResponse healed;
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        healed = health(2);
+        return healed.status == 200;
+      },
+      60s, 250ms))
+      << healed.status << " " << healed.body;
+}
+
+// The two-master case (docs/failure-modes.md): cut apart with both alive, the lower id keeps
+// serving and the other reports the partition; when the lower id then dies, the other takes
+// over (a dead master is no side).
+TEST_F(ClusterTest, TwoMastersCutApartTheLowerIdServesAndTheOtherTakesOverWhenItDies) {
+  health_port_ = 4510;
+  extra_yaml_[1] = "cluster_pool_port: 4530\n";  // no link either way, real ids
+  MakeCluster(2);
+  const int lo = ips_[0] < ips_[1] ? 0 : 1;
+  const int hi = 1 - lo;
+  auto health = [&](int i) { return HttpCall(ips_[i], 4510, "GET", "/health", {}, "", 5s); };
+  HttpResponse h;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        h = health(hi);
+        return h.status == 503;
+      },
+      60s, 250ms))
+      << h.status << " " << h.body;
+  EXPECT_NE(h.body.find("cut off from (" + ips_[lo] + "), which serves"), std::string::npos)
+      << h.body;
+  EXPECT_EQ(health(lo).status, 200);
+  masters_[lo]->Kill();
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        h = health(hi);
+        return h.status == 200;
+      },
+      60s, 250ms))
+      << h.status << " " << h.body;
+}
+
+// With two connected masters, killing the lower id never takes the survivor out of HAProxy
+// too: its counter stops being counted (stale) before the survivor's grace could run out.
+TEST_F(ClusterTest, KillingTheLowerIdOfTwoNeverTakesTheSurvivorOut) {
+  health_port_ = 4510;
+  MakeCluster(2);
+  const int lo = ips_[0] < ips_[1] ? 0 : 1;
+  const int hi = 1 - lo;
+  auto health = [&](int i) { return HttpCall(ips_[i], 4510, "GET", "/health", {}, "", 5s); };
+  HttpResponse h;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        h = health(hi);
+        auto body = nlohmann::json::parse(h.body, nullptr, false);
+        return h.status == 200 && body.is_object() && body.contains("quorum") &&
+               body["quorum"]["side"].size() == 2;
+      },
+      60s, 250ms))
+      << h.status << " " << h.body;
+  masters_[lo]->Kill();
+  // Every /health answer over the next 12 s (past stale and grace together) is 200.
+  const auto end = std::chrono::steady_clock::now() + 12s;
+  int answers = 0;
+  while (std::chrono::steady_clock::now() < end) {
+    h = health(hi);
+    ASSERT_EQ(h.status, 200) << "answer " << answers << " after the kill: " << h.body;
+    ++answers;
+    std::this_thread::sleep_for(200ms);  // polling an invariant, not waiting for an event
+  }
+  EXPECT_GE(answers, 20);
 }
 
 TEST_P(SharedFolderClusterTest, MastersStartedAtTheSameInstantShareOneClusterKeyAndOneAesKey) {
