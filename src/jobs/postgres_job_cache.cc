@@ -432,6 +432,24 @@ Result<std::vector<JobSummary>> PostgresJobCache::ListJobs() {
       });
 }
 
+// The primary key is COLLATE "C", so jid order is byte order is time order: an index range.
+Result<std::vector<std::string>> PostgresJobCache::JidsSince(std::string_view since,
+                                                             std::size_t limit) {
+  if (!ValidPgText(since)) return Error::InvalidArgument("JidsSince: a jid with a NUL byte");
+  return WithConnection<std::vector<std::string>>(
+      [&](PgConnection& conn) -> Result<std::vector<std::string>> {
+        HALITE_ASSIGN_OR_RETURN(
+            PgResult result,
+            conn.Exec("SELECT jid FROM " + Table("jobs") + " WHERE jid >= $1 ORDER BY jid LIMIT " +
+                          std::to_string(limit),
+                      PgParams().Text(since), Deadline()));
+        std::vector<std::string> jids;
+        jids.reserve(static_cast<std::size_t>(result.rows()));
+        for (int row = 0; row < result.rows(); ++row) jids.emplace_back(result.Bytes(row, 0));
+        return jids;
+      });
+}
+
 Result<std::size_t> PostgresJobCache::CleanOld(std::chrono::seconds keep,
                                                std::chrono::system_clock::time_point now) {
   if (keep.count() <= 0) return std::size_t{0};

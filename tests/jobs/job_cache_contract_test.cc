@@ -17,6 +17,7 @@
 #include "halite/jobs/local_job_cache.h"
 #include "job_cache_testing.h"
 #ifdef HALITE_WITH_POSTGRES
+#include "halite/jobs/jid.h"
 #include "postgres_testing.h"
 #endif
 
@@ -320,6 +321,25 @@ TEST_P(JobCacheContractTest, ListJobsSummarizesSavedJobs) {
   EXPECT_EQ(second.target_type, "list");
   EXPECT_EQ(second.user, "root");  // Salt's default
   EXPECT_EQ(second.start_time, "2025, Mar 02 10:11:12.654321");
+}
+
+// How a master of a cluster notices a job no peer could forward to it (a cut peer link):
+// every backend lists the jobs saved since a jid, in jid order, at most `limit`.
+TEST_P(JobCacheContractTest, JidsSinceListsRecentlySavedJobsInJidOrder) {
+  const auto now = std::chrono::system_clock::now();
+  const std::string older = GenerateJid(now - std::chrono::seconds(3));
+  const std::string first = GenerateJid(now - std::chrono::seconds(2));
+  const std::string second = GenerateJid(now - std::chrono::seconds(1));
+  ASSERT_TRUE(cache_->SaveJob({second, PublishLoad(second), {"web1"}}).ok());
+  ASSERT_TRUE(cache_->SaveJob({older, PublishLoad(older), {"web1"}}).ok());
+  ASSERT_TRUE(cache_->SaveJob({first, PublishLoad(first), {"web1"}}).ok());
+  // A return alone (a minion's own jid) is no job to publish.
+  ASSERT_TRUE(StoreAndWait(*cache_, MakeReturn(GenerateJid(now), "web1", wire::Value(1))).ok());
+  auto since = cache_->JidsSince(first, 10);
+  ASSERT_TRUE(since.ok()) << since.error().ToString();
+  EXPECT_EQ(*since, (std::vector<std::string>{first, second}));
+  EXPECT_EQ(*cache_->JidsSince(first, 1), std::vector<std::string>{first});
+  EXPECT_TRUE(cache_->JidsSince(GenerateJid(now + std::chrono::seconds(5)), 10)->empty());
 }
 
 TEST_P(JobCacheContractTest, CleanOldRemovesOldJobsAndKeepsNew) {

@@ -88,6 +88,7 @@ class PostgresJobCache final : public JobCache {
   void StoreReturn(JobReturn ret, StoreCallback done) override;
   Result<std::vector<JobReturn>> LoadReturns(std::string_view jid) override;
   Result<std::vector<JobSummary>> ListJobs() override;
+  Result<std::vector<std::string>> JidsSince(std::string_view since, std::size_t limit) override;
   // Jobs whose row was created more than `keep` before `now` (the master's clock, as recorded
   // at SaveJob), with their minions and returns; then returns of never-saved jobs stored before
   // that. Counts jids. Works in chunks of clean_chunk, one short transaction each.
