@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <thread>
 
 #include "halite/api/wheel.h"
@@ -370,6 +371,22 @@ Result<wire::Value> Netapi::Wheel(const auth::Token& token, wire::Value& chunk, 
     auto fired = (*master)->Call(
         wire::Value::MapOf({{"cmd", "_halite_key_event"}, {"events", wire::Value(events)}}));
     if (!fired.ok()) spdlog::warn("salt/key events not fired: {}", fired.error().message);
+  };
+  env.connected_ids = [this]() -> Result<std::vector<std::string>> {
+    HALITE_ASSIGN_OR_RETURN(client::LocalClient * master, Master());
+    auto reply = master->Call(wire::Value::MapOf({{"cmd", "_halite_presence"}}));
+    if (!reply.ok()) {
+      if (reply.error().code == ErrorCode::kUnavailable) DropMaster();
+      return reply.error();
+    }
+    const wire::Value* present = reply->Find("present");
+    if (!present || !present->map()) return Error::Internal("bad presence reply");
+    std::vector<std::string> ids;
+    for (const auto& [id, ip] : *present->map()) {
+      if (const std::string* s = id.str()) ids.push_back(*s);
+    }
+    std::sort(ids.begin(), ids.end());
+    return ids;
   };
   const std::string jid = NewJid();
   const std::string tag = "salt/wheel/" + jid;

@@ -128,9 +128,9 @@ class KeyWheel {
   std::unique_ptr<keys::KeyStore> store_;
 };
 
-constexpr std::string_view kFunctions[] = {"key.list_all", "key.list",   "key.accept",
-                                           "key.reject",   "key.delete", "key.finger",
-                                           "config.values"};
+constexpr std::string_view kFunctions[] = {"key.list_all",  "key.list",         "key.accept",
+                                           "key.reject",    "key.delete",       "key.finger",
+                                           "config.values", "minions.connected"};
 
 }  // namespace
 
@@ -149,6 +149,15 @@ Result<wire::Value> RunWheel(const WheelEnv& env, std::string_view fun, const wi
   if (fun == "config.values") {
     return env.config->source.IsDefined() ? master::YamlNodeToValue(env.config->source)
                                           : wire::Value::EmptyMap();
+  }
+  if (fun == "minions.connected") {
+    // Salt's wheel.minions.connected: a list of ids. halite's presence is by identity
+    // (master/presence.h, docs/cli.md "Presence"), not by source address.
+    if (!env.connected_ids) return Error::Unavailable("minions.connected: no master to ask");
+    HALITE_ASSIGN_OR_RETURN(std::vector<std::string> ids, env.connected_ids());
+    wire::Array out;
+    for (auto& id : ids) out.emplace_back(std::move(id));
+    return wire::Value(std::move(out));
   }
   KeyWheel wheel(env);
   HALITE_RETURN_IF_ERROR(wheel.Open());

@@ -243,6 +243,12 @@ TEST_F(ApiTest, RunnerAndWheelCalls) {
   auto finger = Call("GET", "/keys/web1", {{"X-Auth-Token", token}});
   ASSERT_EQ(finger.status, 200);
   EXPECT_EQ(Body(finger)["return"]["minions"]["web1"].get<std::string>().size(), 95u);
+  // minions.connected (SaltGUI asks on its minions page): web1 just answered a ping.
+  ASSERT_EQ(Lowstate(token, {{"client", "local"}, {"tgt", "*"}, {"fun", "test.ping"}}).status, 200);
+  auto connected = Lowstate(token, {{"client", "wheel"}, {"fun", "minions.connected"}});
+  ASSERT_EQ(connected.status, 200) << connected.body;
+  EXPECT_EQ(Body(connected)["return"][0]["data"]["return"], Json::array({"web1"}))
+      << connected.body;
   auto minions = Call("GET", "/minions/web1", {{"X-Auth-Token", token}});
   ASSERT_EQ(minions.status, 200) << minions.body;
   EXPECT_EQ(Body(minions)["return"][0]["web1"]["id"], "web1");

@@ -1,7 +1,7 @@
 // Salt's wheel functions that web UIs call (salt/wheel/key.py, config.py), on the same key
 // store and key actions halite-key uses: key.list_all, key.list, key.accept, key.reject,
-// key.delete, key.finger, config.values. Each accept / reject / delete fires salt-key's
-// salt/key event through the master (`fire`). Thread-safe; blocks on disk.
+// key.delete, key.finger, config.values, minions.connected. Each accept / reject / delete fires
+// salt-key's salt/key event through the master (`fire`). Thread-safe; blocks on disk.
 #pragma once
 
 #include <functional>
@@ -19,6 +19,9 @@ struct WheelEnv {
   const config::MasterConfig* config = nullptr;
   // salt/key events ({"result", "act", "id"}) for the master to fire; may be empty.
   std::function<void(const wire::Array& events)> fire_key_events;
+  // minions.connected: the ids the master sees now (its presence list, as manage.present);
+  // empty: the function answers an error.
+  std::function<Result<std::vector<std::string>>()> connected_ids;
 };
 
 // The function's names, for `netapi` errors.
