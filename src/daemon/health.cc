@@ -47,6 +47,17 @@ void MasterDaemon::Impl::RunHealthChecks() {
     std::vector<std::string> problems;
     if (auto p = ProbeDirectory(shared_pki, config.id)) problems.push_back(*p);
     if (auto p = ProbeDirectory(config.cachedir, config.id)) problems.push_back(*p);
+    const bool lost = !problems.empty();
+    if (lost != storage_lost.exchange(lost)) {
+      if (lost) {
+        spdlog::error(
+            "storage lost ({}): minion requests go unanswered until it is back, so "
+            "minions retry on a master that can store",
+            problems.front());
+      } else {
+        spdlog::warn("storage is back: answering minions again");
+      }
+    }
     if (auto st = job_cache->Check(); !st.ok()) {
       problems.push_back("job cache: " + st.error().message);
     }
@@ -184,6 +195,9 @@ std::string MasterDaemon::Impl::Metrics() {
   line("halite_auth_total", id + ",result=\"denied\"", counters.auth_denied.load());
   line("halite_auth_total", id + ",result=\"error\"", counters.auth_errors.load());
   line("halite_auth_total", id + ",result=\"shed\"", counters.auth_shed.load());
+  help("halite_storage_shed_total", "counter",
+       "Minion requests left unanswered while the shared folder or cachedir was lost.");
+  line("halite_storage_shed_total", id, counters.storage_shed.load());
   help("halite_config_reloads_total", "counter", "SIGHUP reloads by result.");
   line("halite_config_reloads_total", id + ",result=\"applied\"", counters_reloaded.load());
   line("halite_config_reloads_total", id + ",result=\"failed\"", counters_reload_failed.load());

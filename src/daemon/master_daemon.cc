@@ -258,6 +258,7 @@ Result<std::unique_ptr<MasterDaemon>> MasterDaemon::Create(config::MasterConfig 
   ctx.event_limits = impl->event_limits.get();
   ctx.recent_jobs = &impl->recent_jobs;
   ctx.presence = &impl->presence;
+  ctx.storage_lost = &impl->storage_lost;
   if (!cfg.peer_run.empty()) ctx.peer_runner = MakePeerRunner(cfg);
 
   master::RequestServerOptions req_options;

@@ -132,6 +132,8 @@ struct MasterDaemon::Impl {
   std::vector<std::string> health_problems;                 // guarded by health_mu
   std::chrono::steady_clock::time_point health_checked_at;  // guarded by health_mu
   // Which side of a cut between masters serves (quorum.h); cluster mode, health thread only.
+  // The shared folder or cachedir failed the last probe (MasterContext::storage_lost).
+  std::atomic<bool> storage_lost{false};
   std::optional<cluster::QuorumTracker> quorum;
   std::uint64_t quorum_seq = 0;
   cluster::QuorumDecision quorum_decision;  // guarded by health_mu

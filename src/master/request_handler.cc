@@ -104,6 +104,13 @@ void HandleRequest(MasterContext& ctx, std::string body, std::function<void(std:
                               ctx.config->minimum_request_version));
   }
 
+  auto shed_for_storage = [&] {
+    if (!ctx.storage_lost || !ctx.storage_lost->load(std::memory_order_relaxed)) return false;
+    ctx.counters->storage_shed++;
+    reply(std::string());  // unanswered: the minion retries, elsewhere once HAProxy moved it
+    return true;
+  };
+
   if (*enc == "clear") {
     if (!load->is_map()) {
       reply(PackPlain("payload and load must be a dict"));
@@ -112,6 +119,7 @@ void HandleRequest(MasterContext& ctx, std::string body, std::function<void(std:
     const std::string* cmd = load->FindStr("cmd");
     ctx.counters->CountRequest(cmd ? *cmd : "other");
     if (cmd && *cmd == "_auth") {
+      if (shed_for_storage()) return;
       const auto waited = std::chrono::steady_clock::now() - received;
       if (ctx.config->auth_queue_timeout_ms.count() > 0 &&
           waited > ctx.config->auth_queue_timeout_ms) {
@@ -129,6 +137,7 @@ void HandleRequest(MasterContext& ctx, std::string body, std::function<void(std:
     return;
   }
   if (*enc != "aes") return bad("unknown enc");
+  if (shed_for_storage()) return;
   const std::string* ciphertext = load->str();
   if (!ciphertext) return bad("aes load is not a byte string");
 
@@ -145,16 +154,23 @@ void HandleRequest(MasterContext& ctx, std::string body, std::function<void(std:
     if (!accepted.ok()) return bad("v3 request from '" + *id + "' which is not accepted");
     req.id = *id;
     auto key = ctx.session_keys->Get(*id, accepted->stamp);
-    if (!key.ok()) {
-      spdlog::error("session key for {}: {}", *id, key.error().ToString());
-      return bad("session key unavailable");
-    }
+    // The session key could not be read or made (a cluster keeps it in the shared cachedir):
+    // our storage's fault, not the minion's. Unanswered, the minion times out and sends again,
+    // on a new connection HAProxy may give to a master that can; "bad load" made it re-auth,
+    // resend once to this master and give a return up.
+    auto unanswered = [&](const Error& error) {
+      ctx.counters->storage_shed++;
+      spdlog::error("session key for {}: {}; request not answered", *id, error.ToString());
+      reply(std::string());
+    };
+    if (!key.ok()) return unanswered(key.error());
     decrypted = (*key)->Loads(*ciphertext, std::nullopt, load_limits);
     if (!decrypted.ok() && decrypted.error().code != ErrorCode::kResourceExhausted) {
       // Another master may have renewed the shared session file: re-read it once.
       ctx.session_keys->Forget(*id);
       key = ctx.session_keys->Get(*id, accepted->stamp);
-      if (key.ok()) decrypted = (*key)->Loads(*ciphertext, std::nullopt, load_limits);
+      if (!key.ok()) return unanswered(key.error());
+      decrypted = (*key)->Loads(*ciphertext, std::nullopt, load_limits);
     }
     if (key.ok()) req.key = *key;
   } else {
@@ -256,6 +272,10 @@ void HandleRequest(MasterContext& ctx, std::string body, std::function<void(std:
   CrypticlePtr key = req.key;
   std::optional<std::string> nonce = req.nonce;
   req.reply = [reply = std::move(reply), key, nonce](ReplyKind kind, wire::Value value) {
+    if (kind == ReplyKind::kNone) {
+      reply("");  // dropped on purpose (request_server.h)
+      return;
+    }
     if (kind == ReplyKind::kPlain) {
       reply(wire::Pack(value));
       return;

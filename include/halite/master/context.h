@@ -53,6 +53,8 @@ struct Counters {
   std::atomic<std::uint64_t> auth_denied{0};
   std::atomic<std::uint64_t> auth_errors{0};
   std::atomic<std::uint64_t> auth_shed{0};  // dropped: waited past auth_queue_timeout_ms
+  // Minion requests dropped unanswered while this master's shared storage is lost.
+  std::atomic<std::uint64_t> storage_shed{0};
   std::atomic<std::uint64_t> returns_stored{0};
   std::atomic<std::uint64_t> returns_duplicate{0};
   std::atomic<std::uint64_t> returns_failed{0};
@@ -118,6 +120,11 @@ struct MasterContext {
   EventRateLimiter* event_limits = nullptr;  // null: no per-minion event limit
   RecentJobs* recent_jobs = nullptr;         // null: every return reads its job
   Presence* presence = nullptr;              // null: no presence tracking
+  // True while the health check finds the shared folder or cachedir unusable: minion
+  // requests (`_auth`, every aes request) are dropped unanswered, so minions time out and send
+  // again on a new connection, which HAProxy gives to a master that can store (an answer
+  // would be an error that loses the return). Local tools' commands still run. Null: never.
+  const std::atomic<bool>* storage_lost = nullptr;
   // Cluster mode: a snapshot of the peer links for cluster.status; empty otherwise.
   std::function<wire::Value()> cluster_status;
   // publish.runner (peer.h): runs runner `fun` with parse_input'd `args` for minion

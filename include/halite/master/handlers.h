@@ -13,6 +13,11 @@ namespace halite::master {
 enum class ReplyKind {
   kEncrypted,  // Crypticle(session or aes).dumps(value, nonce) as a msgpack str (send)
   kPlain,      // msgpack(value) as is (send_private results, errors)
+  // No answer at all (the value is ignored): the sender times out and sends again, on a new
+  // connection that HAProxy may give to another master. For a return this master could not
+  // make durable: an error answer makes a minion re-auth and resend at once to the same
+  // master, then give the return up.
+  kNone,
 };
 
 // A decrypted aes request.
