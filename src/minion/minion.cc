@@ -351,8 +351,16 @@ void Minion::OnAuthResult(const AuthOutcome& outcome) {
           "minion {}: the master {} this minion's key; retrying in {} ms", options_.id,
           reply.status == AuthStatus::kFull ? "is full and did not accept" : "has cached (pending)",
           wait_.count());
-      if (reply.status == AuthStatus::kPending) SetState(State::kPending);
-      FinishAuth(false);
+      if (reply.status == AuthStatus::kPending) {
+        SetState(State::kPending);
+        FinishAuth(false);
+      } else {
+        // "full": the master could not take the sign-in now (max_minions, or its key store
+        // failed). Salt's AsyncAuth treats it as "retry" and keeps the caller waiting, so a
+        // return whose re-auth got "full" is sent once the retry succeeds (on the master
+        // HAProxy gives the new connection), not given up.
+        auth_in_flight_ = false;
+      }
       ScheduleSignInRetry();
       return;
     case AuthStatus::kRejected:
