@@ -71,6 +71,7 @@ class Cluster:
         self.lock = threading.Lock()
         self.down = set()  # masters killed or frozen right now
         self.busy = {}  # master -> CLI runs in progress there
+        self.net = None  # netns.Partitionable when the masters run in namespaces of their own
 
     def bin(self, name):
         return os.path.join(self.args.bin, name)
@@ -78,12 +79,33 @@ class Cluster:
     def conf(self, ip):
         return os.path.join(self.work, ip, "master.conf")
 
+    def shared_link(self, ip):
+        return os.path.join(self.work, ip, "shared-link")
+
+    def point_shared(self, ip, target):
+        """Points master ip's way to the shared folder at `target` (atomic rename)."""
+        tmp = self.shared_link(ip) + ".new"
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
+        os.symlink(target, tmp)
+        os.replace(tmp, self.shared_link(ip))
+
+    def lose_shared(self, ip):
+        """Master ip loses the shared folder (as an unmounted or dead volume: ENOENT)."""
+        self.point_shared(ip, os.path.join(self.work, ip, "gone"))
+
+    def restore_shared(self, ip):
+        self.point_shared(ip, os.path.join(self.work, "shared"))
+
     def write_configs(self):
-        shared = os.path.join(self.work, "shared")
-        os.makedirs(shared, exist_ok=True)
+        os.makedirs(os.path.join(self.work, "shared"), exist_ok=True)
         for ip in self.ips:
             d = os.path.join(self.work, ip)
             os.makedirs(d, exist_ok=True)
+            # Each master reaches the shared folder through a link of its own, so one master
+            # alone can lose it (--faults storage).
+            self.restore_shared(ip)
+            shared = self.shared_link(ip)
             peers = "".join(f"  - {p}\n" for p in self.ips if p != ip)
             with open(self.conf(ip), "w") as f:
                 f.write(f"""id: {ip}
@@ -107,7 +129,10 @@ file_roots: {{base: [{shared}/states]}}
 
     def start_master(self, ip):
         out = open(os.path.join(self.work, ip, "stdout.log"), "ab")
-        p = subprocess.Popen([self.bin("halite-master"), "-c", self.conf(ip)], stdout=out,
+        # In its own network namespace for partitions: `ip netns exec` execs the master, so
+        # the pid is the master's (kill -9 and SIGSTOP reach it).
+        prefix = self.net.exec_prefix(ip) if self.net else []
+        p = subprocess.Popen(prefix + [self.bin("halite-master"), "-c", self.conf(ip)], stdout=out,
                              stderr=subprocess.STDOUT, start_new_session=True)
         self.procs[ip] = p
 

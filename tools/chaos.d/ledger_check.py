@@ -63,8 +63,9 @@ def jid_time(jid):
     return datetime.datetime.strptime(jid[:20], "%Y%m%d%H%M%S%f").timestamp()
 
 
-def check(led, jobs, faults, stored, ids, timeout, margin, stopped_at):
-    """`stopped_at`: when the swarm was told to stop (its minions' last "down" records)."""
+def check(led, jobs, faults, stored, ids, timeout, margin, stopped_at, require_acks=False):
+    """`stopped_at`: when the swarm was told to stop (its minions' last "down" records).
+    `require_acks`: (e), a return that no master acknowledged, is a violation too."""
     violations = []
     if led.lost:
         violations.append(f"ledger: {led.lost} records lost")
@@ -87,6 +88,13 @@ def check(led, jobs, faults, stored, ids, timeout, margin, stopped_at):
     acked = collections.defaultdict(set)
     for _, m, jid in led.acks:
         acked[jid].add(m)
+    # (e) a job a minion ran whose return no master acknowledged: the minion gave the return
+    # up (runs in the last 10 s before the swarm stopped may still have been in flight).
+    unacked = sorted({(m, jid) for t, m, jid, _ in led.runs
+                      if m not in acked[jid] and t < stopped_at - 10})
+    if require_acks:
+        for m, jid in unacked[:20]:
+            violations.append(f"(e) {m} ran {jid} but no master acknowledged its return")
     end_of_run = max([t for t, *_ in led.runs] + [j["end"] for j in jobs] + [0]) + 3600
     rows = []
     incomplete = missed = 0
@@ -161,6 +169,7 @@ def check(led, jobs, faults, stored, ids, timeout, margin, stopped_at):
     totals = dict(jobs=len(jobs), lost_acknowledged_returns=len(lost_acks),
                   incomplete_cli_results=incomplete, double_executions=len(doubles),
                   missed_jobs=missed, runs=len(led.runs), acks=len(led.acks),
+                  unacknowledged_returns=len(unacked),
                   faults=len(faults), minions_moved=sum(r["moved"] for r in fault_rows),
                   away_at_publish=sum(r.get("away", 0) for r in rows))
     return dict(rows=rows, faults=fault_rows, totals=totals, violations=violations)
@@ -192,7 +201,8 @@ def print_table(result, jobs, faults):
     print(f"(a) lost acknowledged returns: {t['lost_acknowledged_returns']}   "
           f"(b) incomplete CLI results: {t['incomplete_cli_results']}   "
           f"(c) double executions: {t['double_executions']}   "
-          f"(d) missed jobs: {t['missed_jobs']}")
+          f"(d) missed jobs: {t['missed_jobs']}   "
+          f"(e) returns no master acknowledged: {t['unacknowledged_returns']}")
     for v in result["violations"][:40]:
         print("VIOLATION " + v)
     if len(result["violations"]) > 40:
