@@ -21,7 +21,7 @@ wire::Value Yaml(const std::string& text) {
   return AclYamlToValue(*node);
 }
 
-TEST(PublisherAclTest, BlacklistUsersAndModulesAreGlobsOrFullRegexes) {
+TEST(PublisherAclRulesTest, BlacklistUsersAndModulesAreGlobsOrFullRegexes) {
   const wire::Value bl = Yaml("{users: ['ops_.*', 'guest'], modules: ['cmd.*', 'test\\.arg']}");
   EXPECT_TRUE(UserBlacklisted(bl, "guest"));
   EXPECT_TRUE(UserBlacklisted(bl, "ops_alice"));
@@ -39,7 +39,7 @@ TEST(PublisherAclTest, BlacklistUsersAndModulesAreGlobsOrFullRegexes) {
   EXPECT_FALSE(FunBlacklisted(wire::Value::EmptyMap(), wire::Value("cmd.run")));
 }
 
-TEST(PublisherAclTest, AUsersListIsEveryMatchingEntryInOrder) {
+TEST(PublisherAclRulesTest, AUsersListIsEveryMatchingEntryInOrder) {
   const wire::Value acl =
       Yaml("{fred: ['test.*'], 'admin|manager_.*': ['saltutil.*'], 'f*': [{'web*': ['pkg.*']}]}");
   EXPECT_EQ(wire::Value(PublisherAuthList(acl, "fred")), Yaml("['test.*', {'web*': ['pkg.*']}]"));
@@ -48,7 +48,7 @@ TEST(PublisherAclTest, AUsersListIsEveryMatchingEntryInOrder) {
   EXPECT_TRUE(PublisherAuthList(acl, "bob").empty());
 }
 
-TEST(PublisherAclTest, KeysAreWrittenOnceForUsersWhoExistReadableByThemAlone) {
+TEST(PublisherAclRulesTest, KeysAreWrittenOnceForUsersWhoExistReadableByThemAlone) {
   if (::geteuid() != 0) GTEST_SKIP() << "chown needs root";
   testing::ScratchDir dir("publisher-acl");
   AuthOptions options;
