@@ -294,8 +294,9 @@ Result<wire::Value> Netapi::Local(const auth::Token& token, wire::Value& chunk, 
 
 Result<wire::Value> Netapi::LocalBatch(const auth::Token& token, wire::Value& chunk) {
   HALITE_ASSIGN_OR_RETURN(client::PublishRequest req, LocalRequest(token, chunk));
-  // Salt's cmd_batch: batch (default 10%), batch_wait (int seconds), failhard (the config's
-  // unless given), timeout and gather_job_timeout (the config's unless given).
+  // Salt's cmd_batch: batch (default 10%), batch_wait (int seconds), failhard (off unless
+  // given: halite reads no master-side failhard), timeout and gather_job_timeout (the
+  // config's unless given).
   client::BatchOptions options;
   options.size = chunk.Find("batch") ? Str(chunk, "batch") : "10%";
   auto seconds = [&](std::string_view key, std::chrono::seconds fallback) {
