@@ -145,6 +145,14 @@ TEST_F(ApiBatchTest, PercentSizeBatchWaitAndAnEmptyTarget) {
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(Ids(Body(r)["return"], true), (std::multiset<std::string>{"db1", "web1", "web2"}));
   EXPECT_GE(took, 2s);
+  // failhard: the first non-zero retcode ends the batch after its return (one of one ran).
+  auto hard = Batch("alice", {{"tgt", "*"},
+                              {"fun", "cmd.run"},
+                              {"arg", "exit 3"},
+                              {"batch", "1"},
+                              {"failhard", true}});
+  ASSERT_EQ(hard.status, 200) << hard.body;
+  EXPECT_EQ(Body(hard)["return"].size(), 1u) << hard.body;
   // No minion matches: nothing is yielded.
   auto none = Batch("tester", {{"tgt", "nomatch*"}, {"fun", "test.ping"}, {"batch", "1"}});
   ASSERT_EQ(none.status, 200) << none.body;
