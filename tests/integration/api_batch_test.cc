@@ -146,11 +146,9 @@ TEST_F(ApiBatchTest, PercentSizeBatchWaitAndAnEmptyTarget) {
   EXPECT_EQ(Ids(Body(r)["return"], true), (std::multiset<std::string>{"db1", "web1", "web2"}));
   EXPECT_GE(took, 2s);
   // failhard: the first non-zero retcode ends the batch after its return (one of one ran).
-  auto hard = Batch("alice", {{"tgt", "*"},
-                              {"fun", "cmd.run"},
-                              {"arg", "exit 3"},
-                              {"batch", "1"},
-                              {"failhard", true}});
+  auto hard = Batch(
+      "alice",
+      {{"tgt", "*"}, {"fun", "cmd.run"}, {"arg", "exit 3"}, {"batch", "1"}, {"failhard", true}});
   ASSERT_EQ(hard.status, 200) << hard.body;
   EXPECT_EQ(Body(hard)["return"].size(), 1u) << hard.body;
   // No minion matches: nothing is yielded.
