@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "halite/api/wheel.h"
+#include "halite/client/batch.h"
 #include "halite/client/cli_args.h"
 #include "halite/jobs/jid.h"
 #include "halite/wire/event.h"
@@ -94,6 +95,8 @@ wire::Array PositionalOf(const wire::Array& args) {
 }
 
 }  // namespace
+
+bool YieldsEach(std::string_view client) { return client == "local_batch"; }
 
 bool KnownClient(std::string_view client) {
   for (auto c : kClients) {
@@ -202,6 +205,8 @@ Result<wire::Value> Netapi::Run(wire::Value chunk) {
       Error::InvalidArgument("client '" + client + "' is not supported by halite-api");
   if (client == "local" || client == "local_async") {
     out = Local(token, chunk, client == "local_async");
+  } else if (client == "local_batch") {
+    out = LocalBatch(token, chunk);
   } else if (client == "runner" || client == "runner_async") {
     out = Runner(token, chunk, client == "runner_async");
   } else if (client == "wheel" || client == "wheel_async") {
@@ -211,7 +216,8 @@ Result<wire::Value> Netapi::Run(wire::Value chunk) {
   return out;
 }
 
-Result<wire::Value> Netapi::Local(const auth::Token& token, wire::Value& chunk, bool async) {
+Result<client::PublishRequest> Netapi::LocalRequest(const auth::Token& token,
+                                                    const wire::Value& chunk) {
   const wire::Value* tgt = chunk.Find("tgt");
   const wire::Value* fun = chunk.Find("fun");
   if (!tgt || !fun) return Error::InvalidArgument("local needs tgt and fun");
@@ -233,6 +239,24 @@ Result<wire::Value> Netapi::Local(const auth::Token& token, wire::Value& chunk, 
   }
   req.ret = Str(chunk, "ret");
   req.token = token.token;
+  return req;
+}
+
+// A refused publish as the local clients answer it (the master's AuthorizationError is
+// rest_cherrypy's 401 "Authorization error occurred.").
+Error Netapi::PublishError(const auth::Token& token, const wire::Value& chunk, const Error& e) {
+  if (e.code == ErrorCode::kUnauthenticated) {
+    spdlog::warn("{} {} for {}: {}", Str(chunk, "client"), Str(chunk, "fun"), token.name,
+                 e.message);
+    if (e.message.rfind("AuthorizationError", 0) == 0) return kAuthzError;
+    return Error::Unauthenticated("Authentication failure of type \"token\" occurred.");
+  }
+  if (e.code == ErrorCode::kUnavailable) DropMaster();
+  return e;
+}
+
+Result<wire::Value> Netapi::Local(const auth::Token& token, wire::Value& chunk, bool async) {
+  HALITE_ASSIGN_OR_RETURN(client::PublishRequest req, LocalRequest(token, chunk));
   auto timeout = config_.timeout;
   if (const wire::Value* t = chunk.Find("timeout"); t && t->float64() && *t->float64() > 0) {
     timeout = std::chrono::seconds(static_cast<std::int64_t>(*t->float64()));
@@ -246,15 +270,9 @@ Result<wire::Value> Netapi::Local(const auth::Token& token, wire::Value& chunk, 
   }
   auto job = master->Publish(req);
   if (!job.ok()) {
-    const Error& e = job.error();
-    if (e.code == ErrorCode::kNotFound) return wire::Value::EmptyMap();  // no minion matched
-    if (e.code == ErrorCode::kUnauthenticated) {
-      spdlog::warn("local {} for {}: {}", fun->ToJson(), token.name, e.message);
-      if (e.message.rfind("AuthorizationError", 0) == 0) return kAuthzError;
-      return Error::Unauthenticated("Authentication failure of type \"token\" occurred.");
-    }
-    if (e.code == ErrorCode::kUnavailable) DropMaster();
-    return e;
+    // No minion matched: an empty return, as Salt's cmd.
+    if (job.error().code == ErrorCode::kNotFound) return wire::Value::EmptyMap();
+    return PublishError(token, chunk, job.error());
   }
   if (async) {
     wire::Array minions;
@@ -273,6 +291,53 @@ Result<wire::Value> Netapi::Local(const auth::Token& token, wire::Value& chunk, 
     return missing.error();
   }
   return out;
+}
+
+Result<wire::Value> Netapi::LocalBatch(const auth::Token& token, wire::Value& chunk) {
+  HALITE_ASSIGN_OR_RETURN(client::PublishRequest req, LocalRequest(token, chunk));
+  // Salt's cmd_batch: batch (default 10%), batch_wait (int seconds), failhard (off unless
+  // given: halite reads no master-side failhard), timeout and gather_job_timeout (the
+  // config's unless given).
+  client::BatchOptions options;
+  options.size = chunk.Find("batch") ? Str(chunk, "batch") : "10%";
+  auto seconds = [&](std::string_view key, std::chrono::seconds fallback) {
+    const wire::Value* v = chunk.Find(key);
+    double s = static_cast<double>(fallback.count());
+    if (v && v->float64()) {
+      s = *v->float64();
+    } else if (const std::string* text = v ? v->str() : nullptr) {
+      char* end = nullptr;
+      const double parsed = std::strtod(text->c_str(), &end);
+      if (end != text->c_str() && *end == '\0') s = parsed;
+    }
+    return std::chrono::milliseconds(static_cast<std::int64_t>(std::max(0.0, s) * 1000));
+  };
+  options.timeout = seconds("timeout", config_.timeout);
+  options.gather_timeout = seconds("gather_job_timeout", config_.gather_job_timeout);
+  if (chunk.Find("batch_wait")) {
+    // int(batch_wait), as cmd_batch converts it.
+    options.wait = std::chrono::duration_cast<std::chrono::seconds>(
+        seconds("batch_wait", std::chrono::seconds(0)));
+  }
+  if (const wire::Value* failhard = chunk.Find("failhard")) options.failhard = failhard->Truthy();
+  HALITE_ASSIGN_OR_RETURN(client::LocalClient * master, Master());
+  if (Status st = master->SubscribeEvents(); !st.ok()) {
+    DropMaster();
+    return Error::Unavailable(st.error().message);
+  }
+  // The token rides on every publish of the batch, the ping included (Salt's Batch passes
+  // the eauth to both), so the master checks the user's ACL for each as for `local`.
+  wire::Array returns;
+  client::BatchSink sink;
+  sink.say = [](const std::string&) {};
+  sink.error = [&](const std::string& line) { spdlog::info("local_batch: {}", line); };
+  sink.returned = [&](const client::MinionReturn& r, const wire::Value&) {
+    returns.push_back(wire::Value::MapOf({{r.id, r.ret}}));
+  };
+  client::Batch batch(*master, std::move(req), std::move(options));
+  auto ran = batch.Run(sink);
+  if (!ran.ok()) return PublishError(token, chunk, ran.error());
+  return wire::Value(std::move(returns));
 }
 
 Result<wire::Value> Netapi::CallRunner(const std::string& fun, const wire::Array& args) {

@@ -304,9 +304,14 @@ Response Router::Lowstate(const Request& request, const std::string& token, bool
     if (wire::Value* arg = chunk.Find("arg"); arg && !arg->is_array()) {
       *arg = wire::Value(wire::Array{*arg});
     }
+    const bool each = YieldsEach(chunk.FindStr("client") ? *chunk.FindStr("client") : "");
     auto result = netapi_.Run(std::move(chunk));
     if (!result.ok()) return Fail(request, result.error());
-    out.push_back(std::move(*result));
+    if (each && result->array()) {
+      for (auto& item : *result->array()) out.push_back(std::move(item));
+    } else {
+      out.push_back(std::move(*result));
+    }
   }
   return Data(request, 200, wire::Value::MapOf({{"return", wire::Value(std::move(out))}}));
 }

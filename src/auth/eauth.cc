@@ -84,6 +84,20 @@ Result<AuthOptions> ParseAuthOptions(const YAML::Node& root, const std::string& 
   reader.ReadBool("permissive_acl", o.permissive_acl);
   reader.ReadString("auth.pam.service", o.pam_service);
   reader.ReadBool("halite_eauth_auto", o.allow_auto);
+  YAML::Node publisher;
+  if (reader.ReadMap("publisher_acl", publisher)) {
+    o.publisher_acl = AclYamlToValue(publisher);
+    for (const auto& [user, entries] : *o.publisher_acl.map()) {
+      if (!user.str() || !entries.is_array()) {
+        reader.AddProblem("publisher_acl", "each user needs a list of functions (got " +
+                                               (user.str() ? *user.str() : user.ToJson()) + ")");
+      }
+    }
+  }
+  if (reader.ReadMap("publisher_acl_blacklist", publisher)) {
+    o.publisher_acl_blacklist = AclYamlToValue(publisher);
+  }
+  reader.ReadBool("client_acl_verify", o.client_acl_verify);
   HALITE_RETURN_IF_ERROR(config::ProblemsToStatus(reader.problems()));
   if (o.token_dir.empty()) o.token_dir = cachedir + "/tokens";
   return o;

@@ -1,5 +1,8 @@
 #include "halite/client/local_client.h"
 
+#include <pwd.h>
+#include <unistd.h>
+
 #include <charconv>
 #include <map>
 
@@ -47,7 +50,29 @@ MinionReturn MinionReturnFromData(const wire::Value& data) {
 Result<std::unique_ptr<LocalClient>> LocalClient::Connect(const ClientOptions& options) {
   std::unique_ptr<LocalClient> c(new LocalClient());
   c->options_ = options;
+  // Salt's __read_master_key: root and the master's own user present .root_key; any other
+  // user its own key, which the master writes for the users named in publisher_acl.
   auto key = keys::ReadFile(std::filesystem::path(options.cachedir) / ".root_key");
+  if (!key.ok() && ::geteuid() != 0) {
+    std::vector<char> buf(16384);
+    passwd pw{};
+    passwd* found = nullptr;
+    if (getpwuid_r(::geteuid(), &pw, buf.data(), buf.size(), &found) != 0 || !found) {
+      return Error::PermissionDenied("cannot find the name of user " + std::to_string(::geteuid()));
+    }
+    c->user_ = found->pw_name;
+    const std::string file = options.cachedir + "/." + c->user_ + "_key";
+    key = keys::ReadFile(file);
+    if (!key.ok()) {
+      return Error::PermissionDenied("cannot read " + file + " (is " + c->user_ +
+                                     " in the master's publisher_acl, and is the master "
+                                     "running?): " +
+                                     key.error().message);
+    }
+    c->root_key_ = *key;
+    c->ResetRequestSocket();
+    return c;
+  }
   if (!key.ok()) {
     return Error::PermissionDenied(
         "cannot read " + options.cachedir +
@@ -164,7 +189,7 @@ Result<PublishReply> LocalClient::Publish(const PublishRequest& request) {
                           {"kwargs", wire::Value::MapOf({{"show_timeout", request.show_timeout},
                                                          {"show_jid", false},
                                                          {"delimiter", request.delimiter}})},
-                          {"user", "root"}});
+                          {"user", user_}});
   for (const auto& [k, v] : request.extra_kwargs) {
     if (const std::string* name = k.str()) load.Find("kwargs")->Set(*name, v);
   }

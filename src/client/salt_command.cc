@@ -147,6 +147,19 @@ Result<wire::Value> PreviewTarget(SaltCommandContext& ctx) {
   return *minions;
 }
 
+// The master's AuthenticationError / AuthorizationError (a publisher_acl user's refused
+// publish, say): Salt's CLI prints the message as its output and exits 1.
+bool ShowRefusal(const Error& e, Display& display) {
+  if (e.code != ErrorCode::kUnauthenticated) return false;
+  for (std::string_view name : {"AuthorizationError: ", "AuthenticationError: "}) {
+    if (e.message.rfind(name, 0) == 0) {
+      display.Show(wire::Value(e.message.substr(name.size())), display.FormatFor(""));
+      return true;
+    }
+  }
+  return false;
+}
+
 int RunBatchCommand(const SaltCommandLine& cmd, SaltCommandContext& ctx, Display& display) {
   const bool quiet = cmd.static_out;
   BatchOptions options;
@@ -175,6 +188,7 @@ int RunBatchCommand(const SaltCommandLine& cmd, SaltCommandContext& ctx, Display
       if (!quiet) display.Say(rc.error().message);
       return 1;
     }
+    if (ShowRefusal(rc.error(), display)) return 1;
     ctx.err << "halite: " << rc.error().message << "\n";
     return 3;
   }
@@ -209,6 +223,7 @@ int RunSaltCommand(const SaltCommandLine& cmd, SaltCommandContext& ctx) {
   ctx.request = request;
   if (!cmd.batch.empty() || cmd.static_out) {
     if (auto st = ctx.client.SubscribeEvents(); !st.ok()) {
+      if (ShowRefusal(st.error(), display)) return 1;
       ctx.err << "halite: " << st.error().message << "\n";
       return 3;
     }
@@ -228,6 +243,7 @@ int RunSaltCommand(const SaltCommandLine& cmd, SaltCommandContext& ctx) {
     if (count >= static_cast<std::size_t>(cmd.batch_safe_limit)) {
       display.Say("\nNOTICE: Too many minions targeted, switching to batch execution.");
       if (auto st = ctx.client.SubscribeEvents(); !st.ok()) {
+        if (ShowRefusal(st.error(), display)) return 1;
         ctx.err << "halite: " << st.error().message << "\n";
         return 3;
       }
@@ -238,6 +254,7 @@ int RunSaltCommand(const SaltCommandLine& cmd, SaltCommandContext& ctx) {
   }
   if (!cmd.async) {
     if (auto st = ctx.client.SubscribeEvents(); !st.ok()) {
+      if (ShowRefusal(st.error(), display)) return 1;
       ctx.err << "halite: " << st.error().message << "\n";
       return 3;
     }
@@ -249,6 +266,7 @@ int RunSaltCommand(const SaltCommandLine& cmd, SaltCommandContext& ctx) {
       ctx.err << "ERROR: No return received\n";
       return 2;
     }
+    if (ShowRefusal(job.error(), display)) return 1;
     ctx.err << "halite: " << job.error().message << "\n";
     return 3;
   }

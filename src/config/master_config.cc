@@ -391,6 +391,9 @@ void ReadApiKeys(YamlMapReader& r) {
   r.ReadString("auth.pam.service", text);
   r.ReadBool("permissive_acl", flag);
   r.ReadBool("halite_eauth_auto", flag);
+  r.ReadMap("publisher_acl", node);
+  r.ReadMap("publisher_acl_blacklist", node);
+  r.ReadBool("client_acl_verify", flag);
   r.ReadStringList("netapi_enable_clients", list, false);
 }
 

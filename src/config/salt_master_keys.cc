@@ -16,7 +16,7 @@ constexpr SaltMasterKey kSaltMasterKeys[] = {
     {"archive_jobs", SaltKeySupport::kNotSupported, "",
      "old jobs are deleted after keep_jobs_seconds, not archived"},
     {"auth_mode", SaltKeySupport::kIgnored, "",
-     "used only with external_auth and publisher_acl, which halite does not have"},
+     "every local publish needs its key (root's, a publisher_acl user's or an eauth token)"},
     {"autosign_grains_dir", SaltKeySupport::kNotSupported, "",
      "keys are not auto-signed by grains (autosign_file and auto_accept are)"},
     {"azurefs_", SaltKeySupport::kNotSupported, "",
@@ -301,8 +301,8 @@ constexpr SaltMasterKey kSaltMasterKeys[] = {
     {"state_verbose", SaltKeySupport::kIgnored, "",
      "CLI output: give halite its --out, --show-jid, ... options instead (docs/cli.md)"},
     {"sudo_acl", SaltKeySupport::kNotSupported, "",
-     "no eauth or publisher ACLs: halite, halite-key and halite-run reach the master through "
-     "sock_dir, which only the master's user may open"},
+     "sudo_<user> publishes are not recognised: run halite as root, or as a user named in "
+     "publisher_acl"},
     {"svnfs_", SaltKeySupport::kNotSupported, "", "only the roots backend (file_roots) is served"},
     {"syndic_", SaltKeySupport::kNotSupported, "", "no syndics"},
     {"tcp_master_pub_port", SaltKeySupport::kIgnored, "", "used only with ipc_mode: tcp"},

@@ -9,6 +9,7 @@
 #include <thread>
 #include <zmq.hpp>
 
+#include "halite/auth/publisher_acl.h"
 #include "halite/cluster/curve_keys.h"
 #include "halite/cluster/health_server.h"
 #include "halite/cluster/membership.h"
@@ -189,6 +190,20 @@ Result<std::unique_ptr<MasterDaemon>> MasterDaemon::Create(config::MasterConfig 
     HALITE_ASSIGN_OR_RETURN(impl->authenticator,
                             auth::Authenticator::Open(std::move(auth_options)));
     impl->ctx.authenticator = impl->authenticator.get();
+    HALITE_ASSIGN_OR_RETURN(impl->ctx.user_keys,
+                            auth::PrepareUserKeys(impl->authenticator->options(), cachedir));
+  }
+  // publisher_acl's users run the CLI as themselves: they must reach their key file and the
+  // sockets. The directories become searchable, not listable (0711); the request socket
+  // (every request still needs a key, as on ret_port) and the event bus (where the CLI
+  // follows its jobs) become 0666 (docs/security.md).
+  const bool local_users = !impl->ctx.user_keys.empty();
+  if (local_users) {
+    for (const auto& dir : {cachedir, sock_dir}) {
+      if (::chmod(dir.c_str(), 0711) != 0) {
+        return keys::ErrnoError(errno, "publisher_acl: chmod 0711 " + dir.string());
+      }
+    }
   }
 
   HALITE_ASSIGN_OR_RETURN(keys::AuthPolicyOptions policy, AuthPolicyFrom(cfg));
@@ -212,6 +227,7 @@ Result<std::unique_ptr<MasterDaemon>> MasterDaemon::Create(config::MasterConfig 
   pub_options.publish_endpoint = TcpEndpoint(cfg.interface, cfg.publish_port);
   pub_options.event_socket_path = (sock_dir / "halite_event_pub.ipc").string();
   pub_options.event_endpoint = "ipc://" + pub_options.event_socket_path;
+  if (local_users) pub_options.event_socket_mode = 0666;
   pub_options.pub_hwm = cfg.pub_hwm;
   pub_options.backlog = cfg.zmq_backlog;
   pub_options.ipv6 = cfg.ipv6;
@@ -265,6 +281,7 @@ Result<std::unique_ptr<MasterDaemon>> MasterDaemon::Create(config::MasterConfig 
   const std::string req_ipc = (sock_dir / "halite_req.ipc").string();
   req_options.endpoints = {TcpEndpoint(cfg.interface, cfg.ret_port), "ipc://" + req_ipc};
   req_options.ipc_paths = {req_ipc};
+  if (local_users) req_options.ipc_mode = 0666;
   req_options.max_request_bytes = cfg.max_request_bytes;
   req_options.max_queued = static_cast<std::size_t>(cfg.request_queue_max);
   req_options.max_queued_bytes = cfg.request_queue_max_bytes;

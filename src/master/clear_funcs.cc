@@ -2,12 +2,16 @@
 // `_halite_*` commands that halite's local tools use (lookup_jid, list_jobs, probe, fire_event).
 // Every command but ping requires the root key from <cachedir>/.root_key (file permissions are
 // the access control, as with Salt's local client), except a publish carrying an eauth `token`
-// (halite-api), which is checked against external_auth instead.
+// (halite-api), which is checked against external_auth instead, and the requests of a
+// publisher_acl user's CLI (its key from <cachedir>/.<user>_key): a publish checked against
+// publisher_acl, the probe, and lookup_jid of that user's own jobs. Every publish is checked
+// against publisher_acl_blacklist first, as Salt's ClearFuncs.publish does.
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <set>
 
+#include "halite/auth/publisher_acl.h"
 #include "halite/jobs/jid.h"
 #include "halite/master/handlers.h"
 #include "halite/master/peer.h"
@@ -40,6 +44,16 @@ bool KeyMatches(const MasterContext& ctx, const wire::Value& load) {
   return key && !ctx.root_key.empty() && wire::ConstantTimeEquals(*key, ctx.root_key);
 }
 
+// The publisher_acl user whose key the load carries, or empty.
+std::string KeyUser(const MasterContext& ctx, const wire::Value& load) {
+  const std::string* key = load.FindStr("key");
+  if (!key) return "";
+  for (const auto& [user, user_key] : ctx.user_keys) {
+    if (wire::ConstantTimeEquals(*key, user_key)) return user;
+  }
+  return "";
+}
+
 wire::Value StrList(const std::vector<std::string>& v) {
   wire::Array a;
   a.reserve(v.size());
@@ -50,6 +64,20 @@ wire::Value StrList(const std::vector<std::string>& v) {
 std::string NamedError(const char* name, const char* message) {
   return wire::Pack(
       wire::Value::MapOf({{"error", wire::Value::MapOf({{"name", name}, {"message", message}})}}));
+}
+
+// Salt's auth_check of a publish (tgt and fun present): target-scoped entries resolved as
+// this publish resolves its target.
+bool Allows(MasterContext& ctx, const wire::Array& auth_list, const wire::Value& load) {
+  std::string tgt_type = load.FindStr("tgt_type") ? *load.FindStr("tgt_type") : "glob";
+  const wire::Value empty = wire::Value::EmptyArray();
+  const wire::Value* arg = load.Find("arg") ? load.Find("arg") : &empty;
+  auto resolve = [&ctx](const wire::Value& t,
+                        std::string_view type) -> Result<std::set<std::string>> {
+    HALITE_ASSIGN_OR_RETURN(Resolved r, ResolveTargets(ctx, t, std::string(type), ":"));
+    return std::set<std::string>(r.minions.begin(), r.minions.end());
+  };
+  return auth::AuthCheck(auth_list, *load.Find("fun"), *arg, *load.Find("tgt"), tgt_type, resolve);
 }
 
 // Salt's clear publish with an eauth `token` (halite-api's path): the token must be valid and
@@ -68,37 +96,69 @@ std::string CheckTokenPublish(MasterContext& ctx, wire::Value& load) {
     return NamedError("TokenAuthenticationError",
                       "Authentication failure of type \"token\" occurred.");
   }
-  const wire::Value* tgt = load.Find("tgt");
-  const wire::Value* fun = load.Find("fun");
-  if (!tgt || !fun) return ClearError("publish needs tgt and fun");
-  std::string tgt_type = load.FindStr("tgt_type") ? *load.FindStr("tgt_type") : "glob";
-  const wire::Value empty = wire::Value::EmptyArray();
-  const wire::Value* arg = load.Find("arg") ? load.Find("arg") : &empty;
-  auto resolve = [&ctx](const wire::Value& t,
-                        std::string_view type) -> Result<std::set<std::string>> {
-    HALITE_ASSIGN_OR_RETURN(Resolved r, ResolveTargets(ctx, t, std::string(type), ":"));
-    return std::set<std::string>(r.minions.begin(), r.minions.end());
-  };
-  if (!auth::AuthCheck(ctx.authenticator->AuthList(*checked), *fun, *arg, *tgt, tgt_type,
-                       resolve)) {
+  if (!load.Find("tgt") || !load.Find("fun")) return ClearError("publish needs tgt and fun");
+  if (!Allows(ctx, ctx.authenticator->AuthList(*checked), load)) {
     spdlog::warn("publish refused: external_auth does not allow {} ({}) to run {} on {}",
-                 checked->name, checked->eauth, fun->ToJson(), tgt->ToJson());
+                 checked->name, checked->eauth, load.Find("fun")->ToJson(),
+                 load.Find("tgt")->ToJson());
     return NamedError("AuthorizationError", "Authorization error occurred.");
   }
   load.Set("user", checked->name);
   return "";
 }
 
+// Salt's check_authentication for auth type "user" and a key that is not root's: the load's
+// user must be the key's (authenticate_key), with a non-empty publisher_acl entry that
+// allows the publish (saltutil.find_job always). Returns the error reply, or empty.
+std::string CheckUserPublish(MasterContext& ctx, const wire::Value& load, const std::string& user) {
+  const std::string* claimed = load.FindStr("user");
+  const wire::Array auth_list =
+      auth::PublisherAuthList(ctx.authenticator->options().publisher_acl, user);
+  if (!claimed || *claimed != user || auth_list.empty()) {
+    spdlog::warn("publish refused: the key of {} was sent for user {}", user,
+                 claimed ? *claimed : "(none)");
+    return AuthError();
+  }
+  if (!load.Find("tgt") || !load.Find("fun")) return ClearError("publish needs tgt and fun");
+  const wire::Value* fun = load.Find("fun");
+  if (fun->str() && *fun->str() == "saltutil.find_job") return "";
+  if (!Allows(ctx, auth_list, load)) {
+    spdlog::warn("publish refused: publisher_acl does not allow {} to run {} on {}", user,
+                 fun->ToJson(), load.Find("tgt")->ToJson());
+    return NamedError("AuthorizationError", "Authorization error occurred.");
+  }
+  return "";
+}
+
 void Publish(MasterContext& ctx, wire::Value load, std::function<void(std::string)> reply) {
+  if (ctx.authenticator) {
+    const wire::Value& blacklist = ctx.authenticator->options().publisher_acl_blacklist;
+    const std::string* user = load.FindStr("user");
+    const wire::Value* fun = load.Find("fun");
+    if ((user && auth::UserBlacklisted(blacklist, *user)) ||
+        (fun && auth::FunBlacklisted(blacklist, *fun))) {
+      spdlog::error(
+          "{} does not have permissions to run {}. Please contact your local administrator if "
+          "you believe this is in error.",
+          user ? *user : "(no user)",
+          fun ? (fun->str() ? *fun->str() : fun->ToJson()) : "(no function)");
+      reply(NamedError("AuthorizationError", "Authorization error occurred."));
+      return;
+    }
+  }
   if (load.Find("token")) {
     if (std::string refused = CheckTokenPublish(ctx, load); !refused.empty()) {
       reply(std::move(refused));
       return;
     }
   } else if (!KeyMatches(ctx, load)) {
-    spdlog::warn("publish refused: wrong or missing key");
-    reply(AuthError());
-    return;
+    const std::string user = ctx.authenticator ? KeyUser(ctx, load) : "";
+    std::string refused = user.empty() ? AuthError() : CheckUserPublish(ctx, load, user);
+    if (!refused.empty()) {
+      if (user.empty()) spdlog::warn("publish refused: wrong or missing key");
+      reply(std::move(refused));
+      return;
+    }
   }
   load.Erase("key");
   load.Erase("token");
@@ -115,8 +175,9 @@ wire::Value ReturnToValue(const jobs::JobReturn& r) {
   return v;
 }
 
-void LookupJid(MasterContext& ctx, const wire::Value& load,
-               std::function<void(std::string)> reply) {
+// `owner`: a publisher_acl user, who may look up only the jobs it published itself.
+void LookupJid(MasterContext& ctx, const wire::Value& load, std::function<void(std::string)> reply,
+               const std::string& owner = "") {
   const std::string* jid = load.FindStr("jid");
   if (!jid) {
     reply(ClearError("lookup_jid needs a jid"));
@@ -124,6 +185,13 @@ void LookupJid(MasterContext& ctx, const wire::Value& load,
   }
   wire::Value out = wire::Value::MapOf({{"jid", *jid}});
   auto job = ctx.job_cache->LoadJob(*jid);
+  if (!owner.empty()) {
+    const std::string* user = job.ok() ? job->load.FindStr("user") : nullptr;
+    if (!user || *user != owner) {
+      reply(AuthError());
+      return;
+    }
+  }
   if (job.ok()) {
     out.Set("job", job->load);
     out.Set("minions", StrList(job->minions));
@@ -262,6 +330,19 @@ void HandleClear(MasterContext& ctx, const std::string& cmd, wire::Value load,
   }
   if (cmd.rfind("_halite_", 0) == 0) {
     if (!KeyMatches(ctx, load)) {
+      // A publisher_acl user's CLI: it proves its event subscription and looks up its own
+      // jobs; nothing else.
+      const std::string user = KeyUser(ctx, load);
+      if (!user.empty() && cmd == "_halite_probe") {
+        const std::string* nonce = load.FindStr("nonce");
+        ctx.events->Fire("halite/probe/" + (nonce ? *nonce : std::string()),
+                         wire::Value::EmptyMap());
+        reply(ClearReply(wire::Value::MapOf({{"ok", true}})));
+        return;
+      }
+      if (!user.empty() && cmd == "_halite_lookup_jid") {
+        return LookupJid(ctx, load, std::move(reply), user);
+      }
       reply(AuthError());
       return;
     }

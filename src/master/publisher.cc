@@ -41,7 +41,7 @@ Status Publisher::Start() {
       events_socket_->set(zmq::sockopt::linger, 0);
       events_socket_->bind(options_.event_endpoint);
       if (!options_.event_socket_path.empty()) {
-        ::chmod(options_.event_socket_path.c_str(), 0600);
+        ::chmod(options_.event_socket_path.c_str(), options_.event_socket_mode);
       }
       // Count subscriber connections for /metrics through libzmq's socket monitor.
       const std::string monitor_ep =

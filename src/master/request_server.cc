@@ -35,7 +35,7 @@ Status RequestServer::Start() {
       router_->set(zmq::sockopt::sndhwm, 0);
       router_->set(zmq::sockopt::rcvhwm, 0);
       for (const auto& ep : options_.endpoints) router_->bind(ep);
-      for (const auto& path : options_.ipc_paths) ::chmod(path.c_str(), 0600);
+      for (const auto& path : options_.ipc_paths) ::chmod(path.c_str(), options_.ipc_mode);
       watch_id_ = loop_.Watch(*router_, [this] { OnReadable(); });
       loop_.AddShutdownHook([this] {
         loop_.Unwatch(watch_id_);

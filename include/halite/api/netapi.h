@@ -1,7 +1,8 @@
 // salt.netapi.NetapiClient for halite: runs one lowstate chunk as salt-api does, after the
 // checks it makes (a known client, enabled in netapi_enable_clients, credentials given as a
 // token or as username/password/eauth). Where each client's ACL is checked:
-//   local, local_async  the master, on the publish that carries the token (master/clear_funcs)
+//   local, local_async, local_batch  the master, on each publish that carries the token
+//                                    (master/clear_funcs)
 //   runner, wheel (+_async)  here, with auth::SpecCheck, before anything runs
 // Blocking (the master's sockets, PAM, disk): call from the API's worker threads. Thread-safe:
 // each calling thread gets its own connection to the master.
@@ -27,6 +28,10 @@ namespace halite::api {
 // The clients salt.netapi knows (Invalid client otherwise), and those halite runs.
 bool KnownClient(std::string_view client);
 
+// A client whose result Salt returns as a generator (cmd_batch), which rest_cherrypy's
+// exec_lowstate flattens into "return": Run's list is spliced in item by item.
+bool YieldsEach(std::string_view client);
+
 // An error of Run, as rest_cherrypy's hypermedia_handler answers it: Unauthenticated -> 401,
 // InvalidArgument -> 400, Unavailable -> 503, DeadlineExceeded -> 504, else 500.
 int HttpStatusFor(const Error& error);
@@ -50,7 +55,12 @@ class Netapi {
   // The token a chunk authenticates with: its own `token`, or a login with its credentials
   // (`minted` set: removed after the call, as Salt keeps no token for a /run with a password).
   Result<auth::Token> Authenticate(wire::Value& chunk, bool* minted);
+  Result<client::PublishRequest> LocalRequest(const auth::Token& token, const wire::Value& chunk);
+  Error PublishError(const auth::Token& token, const wire::Value& chunk, const Error& e);
   Result<wire::Value> Local(const auth::Token& token, wire::Value& chunk, bool async);
+  // local_batch: Salt's LocalClient.cmd_batch over the batch runner (client/batch.h): a list
+  // of {id: return}, one per minion in the order they returned.
+  Result<wire::Value> LocalBatch(const auth::Token& token, wire::Value& chunk);
   Result<wire::Value> Runner(const auth::Token& token, wire::Value& chunk, bool async);
   Result<wire::Value> Wheel(const auth::Token& token, wire::Value& chunk, bool async);
   Result<wire::Value> CallRunner(const std::string& fun, const wire::Array& args);

@@ -27,6 +27,12 @@ struct AuthOptions {
   bool permissive_acl = false;
   std::string pam_service = "login";  // auth.pam.service
   bool allow_auto = false;            // halite_eauth_auto (never in production)
+  // publisher_acl (user name or expression -> auth list, for local users of the CLI who are
+  // not root), publisher_acl_blacklist ({users: [expr], modules: [expr]}, checked on every
+  // publish), client_acl_verify (keys only for users who exist); publisher_acl.h.
+  wire::Value publisher_acl = wire::Value::EmptyMap();
+  wire::Value publisher_acl_blacklist = wire::Value::EmptyMap();
+  bool client_acl_verify = true;
 };
 
 // Reads the keys above from the master config document (null: defaults). Every problem in one

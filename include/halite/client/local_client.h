@@ -1,6 +1,7 @@
 // The local client used by halite, halite-run and tests: talks to the master on this host
 // over its ipc sockets in sock_dir (file permissions are the access control) and presents
-// the root key from <cachedir>/.root_key, as Salt's LocalClient does.
+// the root key from <cachedir>/.root_key, as Salt's LocalClient does; run by another user,
+// that user's key from <cachedir>/.<user>_key (publisher_acl).
 // Not thread-safe: one client per thread. Every call is bounded by a deadline.
 #pragma once
 
@@ -118,7 +119,8 @@ class LocalClient {
   void ResetRequestSocket();
 
   ClientOptions options_;
-  std::string root_key_;
+  std::string root_key_;       // the key this user presents (root's, or a publisher_acl user's)
+  std::string user_ = "root";  // the publish's "user": who runs this process
   zmq::context_t context_;
   std::unique_ptr<zmq::socket_t> req_;
   std::unique_ptr<zmq::socket_t> sub_;

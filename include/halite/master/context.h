@@ -6,6 +6,7 @@
 #include <chrono>
 #include <functional>
 #include <iterator>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -112,6 +113,9 @@ struct MasterContext {
   LiveSetting<pillar::PillarCompiler> pillar;  // null: every minion gets an empty pillar
   LiveSetting<keys::AuthPolicyOptions> auth_policy;
   std::string root_key;  // <cachedir>/.root_key: what local CLIs must present
+  // publisher_acl's users -> their keys (<cachedir>/.<user>_key): what those users' CLIs
+  // present instead of the root key; their publishes are checked against publisher_acl.
+  std::map<std::string, std::string> user_keys;
   // eauth tokens and external_auth (null: a publish with a `token` is refused). A publish
   // carrying a token is checked against the token's user's ACL here, on the master.
   auth::Authenticator* authenticator = nullptr;

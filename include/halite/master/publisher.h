@@ -1,10 +1,13 @@
 // The publisher: sole owner of the minion-facing PUB socket (publish_port) and of the local
-// event bus socket (a ZeroMQ PUB on ipc://<sock_dir>/halite_event_pub.ipc, mode 0600; one
+// event bus socket (a ZeroMQ PUB on ipc://<sock_dir>/halite_event_pub.ipc, mode 0600, 0666
+// with publisher_acl; one
 // frame per event, the packed Salt event, so subscribers filter by tag prefix).
 // Both sockets live on one ZmqLoop ("publisher"); every public method is thread-safe and
 // only posts to that loop. Publishing encrypts with the AES key ring and signs the
 // ciphertext with the master (or cluster) key (salt-wire 4.8).
 #pragma once
+
+#include <sys/types.h>
 
 #include <atomic>
 #include <functional>
@@ -27,6 +30,7 @@ struct PublisherOptions {
   std::string publish_endpoint;   // tcp://<interface>:<publish_port>
   std::string event_endpoint;     // ipc://<sock_dir>/halite_event_pub.ipc
   std::string event_socket_path;  // the file of event_endpoint, for chmod
+  mode_t event_socket_mode = 0600;  // 0666 with publisher_acl (its users follow their jobs)
   int pub_hwm = 1000;
   int backlog = 1000;
   bool ipv6 = false;

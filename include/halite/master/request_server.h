@@ -7,6 +7,8 @@
 // that throws costs its own request, never the process.
 #pragma once
 
+#include <sys/types.h>
+
 #include <atomic>
 #include <chrono>
 #include <functional>
@@ -23,7 +25,10 @@ namespace halite::master {
 
 struct RequestServerOptions {
   std::vector<std::string> endpoints;  // tcp://ip:port, ipc://path
-  std::vector<std::string> ipc_paths;  // chmod 0600 after bind
+  std::vector<std::string> ipc_paths;  // chmod ipc_mode after bind
+  // 0666 when publisher_acl lets local users other than the master's publish (each request
+  // still needs a key); 0600 otherwise.
+  mode_t ipc_mode = 0600;
   std::size_t max_request_bytes = 100u << 20;
   int backlog = 1000;
   bool ipv6 = false;
