@@ -51,13 +51,9 @@ struct BatchServers {
       minions.push_back(std::make_unique<MinionUnderTest>(tmp.path(), m));
       minions.back()->Start();
     }
-    api = std::make_unique<Process>(std::vector<std::string>{BinaryPath("halite-api").string(),
-                                                             "-c", master->config().string()},
-                                    tmp.path() / "api.log");
-    const bool up = WaitFor([&] {
-      return !api->Alive() || HttpCall(ip, kApiPort, "GET", "/", {}, "", 1s).status == 200;
+    api = StartHaliteApi(master->config(), tmp.path() / "api.log", [&] {
+      return HttpCall(ip, kApiPort, "GET", "/", {}, "", 1s).status == 200;
     });
-    if (!up || !api->Alive()) throw std::runtime_error("halite-api did not start:\n" + api->Log());
     std::string last;
     if (!EveryMinionAnswers(*master, "*", {"test.ping"}, 3, &last)) {
       throw std::runtime_error("the minions did not answer: " + last);

@@ -67,6 +67,19 @@ class ClusterTest : public ::testing::Test {
         << last;
   }
 
+  HttpResponse HealthOf(int i) { return HttpCall(ips_[i], 4510, "GET", "/health", {}, "", 5s); }
+  // Polls master i's /health until it answers `status` (60 s at most); the last answer.
+  HttpResponse WaitForHealth(int i, int status) {
+    HttpResponse h;
+    WaitFor(
+        [&] {
+          h = HealthOf(i);
+          return h.status == status;
+        },
+        60s, 250ms);
+    return h;
+  }
+
   TempDir tmp_;
   // The folder every master shares: cachedir and cluster_pki_dir are under it.
   std::filesystem::path shared_ = tmp_.path() / "shared";
@@ -273,22 +286,15 @@ TEST_F(ClusterTest, AMasterCutFromBothPeersReportsThePartitionAndTheMajorityServ
   AddMinion("island", 2);
   std::string last;
   ASSERT_TRUE(EveryMinionAnswers(*masters_[2], "*", {"test.ping"}, 1, &last)) << last;
-  auto health = [&](int i) { return HttpCall(ips_[i], 4510, "GET", "/health", {}, "", 5s); };
-  HttpResponse cut;
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        cut = health(2);
-        return cut.status == 503;
-      },
-      60s, 250ms))
-      << cut.status << " " << cut.body;
+  HttpResponse cut = WaitForHealth(2, 503);
+  ASSERT_EQ(cut.status, 503) << cut.body;
   EXPECT_NE(cut.body.find("partitioned: this master's side (" + ips_[2] + ") is cut off"),
             std::string::npos)
       << cut.body;
   std::vector<std::string> majority{ips_[0], ips_[1]};
   std::sort(majority.begin(), majority.end());
   for (int i : {0, 1}) {
-    auto h = health(i);
+    auto h = HealthOf(i);
     EXPECT_EQ(h.status, 200) << ips_[i] << ": " << h.body;
     auto body = nlohmann::json::parse(h.body, nullptr, false);
     ASSERT_TRUE(body.is_object()) << h.body;
@@ -311,14 +317,8 @@ TEST_F(ClusterTest, AMasterCutFromBothPeersReportsThePartitionAndTheMajorityServ
   specs_[2].extra_yaml.clear();
   masters_[2] = std::make_unique<MasterUnderTest>(tmp_.path(), specs_[2]);
   masters_[2]->Start();
-  HttpResponse healed;
-  EXPECT_TRUE(WaitFor(
-      [&] {
-        healed = health(2);
-        return healed.status == 200;
-      },
-      60s, 250ms))
-      << healed.status << " " << healed.body;
+  HttpResponse healed = WaitForHealth(2, 200);
+  EXPECT_EQ(healed.status, 200) << healed.body;
 }
 
 // The two-master case (docs/failure-modes.md): cut apart with both alive, the lower id keeps
@@ -330,26 +330,14 @@ TEST_F(ClusterTest, TwoMastersCutApartTheLowerIdServesAndTheOtherTakesOverWhenIt
   MakeCluster(2);
   const int lo = ips_[0] < ips_[1] ? 0 : 1;
   const int hi = 1 - lo;
-  auto health = [&](int i) { return HttpCall(ips_[i], 4510, "GET", "/health", {}, "", 5s); };
-  HttpResponse h;
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        h = health(hi);
-        return h.status == 503;
-      },
-      60s, 250ms))
-      << h.status << " " << h.body;
+  HttpResponse h = WaitForHealth(hi, 503);
+  ASSERT_EQ(h.status, 503) << h.body;
   EXPECT_NE(h.body.find("cut off from (" + ips_[lo] + "), which serves"), std::string::npos)
       << h.body;
-  EXPECT_EQ(health(lo).status, 200);
+  EXPECT_EQ(HealthOf(lo).status, 200);
   masters_[lo]->Kill();
-  EXPECT_TRUE(WaitFor(
-      [&] {
-        h = health(hi);
-        return h.status == 200;
-      },
-      60s, 250ms))
-      << h.status << " " << h.body;
+  h = WaitForHealth(hi, 200);
+  EXPECT_EQ(h.status, 200) << h.body;
 }
 
 // With two connected masters, killing the lower id never takes the survivor out of HAProxy
@@ -359,11 +347,10 @@ TEST_F(ClusterTest, KillingTheLowerIdOfTwoNeverTakesTheSurvivorOut) {
   MakeCluster(2);
   const int lo = ips_[0] < ips_[1] ? 0 : 1;
   const int hi = 1 - lo;
-  auto health = [&](int i) { return HttpCall(ips_[i], 4510, "GET", "/health", {}, "", 5s); };
   HttpResponse h;
   ASSERT_TRUE(WaitFor(
       [&] {
-        h = health(hi);
+        h = HealthOf(hi);
         auto body = nlohmann::json::parse(h.body, nullptr, false);
         return h.status == 200 && body.is_object() && body.contains("quorum") &&
                body["quorum"]["side"].size() == 2;
@@ -375,7 +362,7 @@ TEST_F(ClusterTest, KillingTheLowerIdOfTwoNeverTakesTheSurvivorOut) {
   const auto end = std::chrono::steady_clock::now() + 12s;
   int answers = 0;
   while (std::chrono::steady_clock::now() < end) {
-    h = health(hi);
+    h = HealthOf(hi);
     ASSERT_EQ(h.status, 200) << "answer " << answers << " after the kill: " << h.body;
     ++answers;
     std::this_thread::sleep_for(200ms);  // polling an invariant, not waiting for an event

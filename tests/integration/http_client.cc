@@ -9,6 +9,8 @@
 #include <cctype>
 #include <cstring>
 
+#include "harness.h"
+
 namespace halite::testing {
 
 namespace {
@@ -217,6 +219,16 @@ bool SseClient::ClosedWithin(std::chrono::milliseconds timeout) {
     if (eof) closed_ = true;
   }
   return closed_;
+}
+
+std::unique_ptr<Process> StartHaliteApi(const std::filesystem::path& config,
+                                        const std::filesystem::path& log,
+                                        const std::function<bool()>& answers) {
+  auto api = std::make_unique<Process>(
+      std::vector<std::string>{BinaryPath("halite-api").string(), "-c", config.string()}, log);
+  const bool up = WaitFor([&] { return !api->Alive() || answers(); });
+  if (!up || !api->Alive()) throw std::runtime_error("halite-api did not start:\n" + api->Log());
+  return api;
 }
 
 }  // namespace halite::testing

@@ -4,13 +4,18 @@
 #pragma once
 
 #include <chrono>
+#include <filesystem>
+#include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 namespace halite::testing {
+
+class Process;  // harness.h
 
 struct HttpResponse {
   int status = 0;  // 0: no answer (connection refused, timed out, closed early)
@@ -55,5 +60,11 @@ class SseClient {
   bool closed_ = false;
   int status_ = 0;
 };
+
+// Starts halite-api on the master config `config` (its output in `log`) and waits until
+// `answers()` is true; throws std::runtime_error with its log when it exits or never answers.
+std::unique_ptr<Process> StartHaliteApi(const std::filesystem::path& config,
+                                        const std::filesystem::path& log,
+                                        const std::function<bool()>& answers);
 
 }  // namespace halite::testing
