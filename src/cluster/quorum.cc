@@ -15,6 +15,7 @@ std::string QuorumViewToText(const QuorumView& view) {
     if (i) out += ',';
     out += view.reachable[i];
   }
+  if (!view.job_cache_ok) out += " job-cache-down";
   return out + "\n";
 }
 
@@ -32,6 +33,11 @@ Result<QuorumView> QuorumViewFromText(std::string_view id, std::string_view text
   auto [end, ec] = std::from_chars(seq.data(), seq.data() + seq.size(), view.seq);
   if (ec != std::errc() || end != seq.data() + seq.size()) return bad();
   std::string_view rest = text.substr(space + 1);
+  if (const auto flag = rest.find(' '); flag != std::string_view::npos) {
+    if (rest.substr(flag + 1) != "job-cache-down") return bad();
+    view.job_cache_ok = false;
+    rest = rest.substr(0, flag);
+  }
   while (!rest.empty()) {
     const auto comma = rest.find(',');
     const auto peer = rest.substr(0, comma);
@@ -68,7 +74,7 @@ Result<std::vector<QuorumView>> ReadQuorumViews(const std::filesystem::path& dir
 
 QuorumDecision DecideQuorum(std::string_view self_id,
                             const std::vector<std::string>& self_reachable,
-                            const std::vector<QuorumView>& alive_views) {
+                            const std::vector<QuorumView>& alive_views, bool self_job_cache_ok) {
   // The alive masters: self, the views given, and whatever self's links reach.
   std::set<std::string> alive{std::string(self_id)};
   for (const auto& v : alive_views) alive.insert(v.id);
@@ -108,6 +114,12 @@ QuorumDecision DecideQuorum(std::string_view self_id,
   d.winner = *winner;
   d.alive = ids;
   d.serving = d.side == d.winner;
+  std::set<std::string> down;
+  if (!self_job_cache_ok) down.insert(std::string(self_id));
+  for (const auto& v : alive_views) {
+    if (v.id != self_id && !v.job_cache_ok) down.insert(v.id);
+  }
+  d.job_cache_down.assign(down.begin(), down.end());
   return d;
 }
 
@@ -116,7 +128,8 @@ QuorumTracker::QuorumTracker(std::string self_id, Options options)
 
 QuorumDecision QuorumTracker::Observe(const std::vector<QuorumView>& views,
                                       const std::vector<std::string>& self_reachable,
-                                      std::chrono::steady_clock::time_point now) {
+                                      std::chrono::steady_clock::time_point now,
+                                      bool self_job_cache_ok) {
   std::vector<QuorumView> alive;
   for (const auto& v : views) {
     if (v.id == self_) continue;
@@ -124,7 +137,7 @@ QuorumDecision QuorumTracker::Observe(const std::vector<QuorumView>& views,
     if (!fresh && it->second.seq != v.seq) it->second = Seen{v.seq, now};
     if (now - it->second.moved <= options_.stale) alive.push_back(v);
   }
-  QuorumDecision d = DecideQuorum(self_, self_reachable, alive);
+  QuorumDecision d = DecideQuorum(self_, self_reachable, alive, self_job_cache_ok);
   if (d.serving) {
     out_ = false;
     return d;

@@ -29,6 +29,8 @@ std::optional<std::string> ProbeDirectory(const std::filesystem::path& dir,
 
 constexpr auto kHealthPeriod = std::chrono::seconds(1);
 constexpr auto kHealthStale = std::chrono::seconds(5);
+// A job cache problem of this master alone, in a cluster, is reported after this long.
+constexpr auto kJobCacheGrace = std::chrono::seconds(3);
 
 }  // namespace
 
@@ -58,11 +60,48 @@ void MasterDaemon::Impl::RunHealthChecks() {
         spdlog::warn("storage is back: answering minions again");
       }
     }
+    std::optional<std::string> job_cache_problem;
     if (auto st = job_cache->Check(); !st.ok()) {
-      problems.push_back("job cache: " + st.error().message);
+      job_cache_problem = "job cache: " + st.error().message;
     }
+    std::vector<std::string> degraded;
     if (peers) {
-      if (auto p = CheckQuorum()) problems.push_back(*p);
+      if (auto p = CheckQuorum(!job_cache_problem)) problems.push_back(*p);
+      if (job_cache_problem) {
+        // In a cluster, a job cache every alive master finds down (one PostgreSQL they all
+        // use) is no reason to move minions: no master is better off, and draining them all
+        // would cut every minion's connection. Returns are held until it is back; /health
+        // stays 200 and says so. A problem this master has alone is reported once it has
+        // lasted kJobCacheGrace (the peers' views lag a round behind).
+        const auto now = std::chrono::steady_clock::now();
+        if (job_cache_down_since == std::chrono::steady_clock::time_point{}) {
+          job_cache_down_since = now;
+        }
+        bool shared;
+        {
+          std::lock_guard lock(health_mu);
+          shared = quorum_decision.job_cache_down.size() == quorum_decision.alive.size();
+        }
+        if (shared || now - job_cache_down_since < kJobCacheGrace) {
+          degraded.push_back(*job_cache_problem);
+        } else {
+          problems.push_back(*job_cache_problem);
+        }
+        if (shared != job_cache_shared) {
+          if (shared) {
+            spdlog::error(
+                "{}: every master's job cache is down; staying in service (returns "
+                "are held until it is back)",
+                *job_cache_problem);
+          }
+          job_cache_shared = shared;
+        }
+      } else {
+        job_cache_down_since = {};
+        job_cache_shared = false;
+      }
+    } else if (job_cache_problem) {
+      problems.push_back(*job_cache_problem);
     }
     // systemd's watchdog (WatchdogSec=) is fed while both loops answered within the stale
     // window and this thread itself gets round: a hung loop, or a probe stuck on a dead
@@ -74,12 +113,13 @@ void MasterDaemon::Impl::RunHealthChecks() {
     publisher_loop->Post([this] { publisher_loop_beat = NowMs(); });
     lock.lock();
     health_problems = std::move(problems);
+    health_degraded = std::move(degraded);
     health_checked_at = std::chrono::steady_clock::now();
     health_cv.wait_for(lock, period, [this] { return health_stop; });
   }
 }
 
-std::optional<std::string> MasterDaemon::Impl::CheckQuorum() {
+std::optional<std::string> MasterDaemon::Impl::CheckQuorum(bool job_cache_ok) {
   if (!quorum) quorum.emplace(config.id, cluster::QuorumTracker::Options{});
   std::vector<std::string> ids, reachable;
   for (const auto& link : peers->Status()) {
@@ -88,10 +128,10 @@ std::optional<std::string> MasterDaemon::Impl::CheckQuorum() {
   }
   const auto dir = shared_pki / "quorum";
   // A write that fails is the shared folder's problem, which ProbeDirectory reports.
-  (void)cluster::WriteQuorumView(dir, {config.id, ++quorum_seq, reachable});
+  (void)cluster::WriteQuorumView(dir, {config.id, ++quorum_seq, reachable, job_cache_ok});
   auto views = cluster::ReadQuorumViews(dir, ids);
   auto decision = quorum->Observe(views.ok() ? *views : std::vector<cluster::QuorumView>{},
-                                  reachable, std::chrono::steady_clock::now());
+                                  reachable, std::chrono::steady_clock::now(), job_cache_ok);
   std::optional<std::string> problem;
   if (!decision.serving) problem = cluster::QuorumProblem(decision);
   std::lock_guard lock(health_mu);
@@ -116,7 +156,8 @@ wire::Value MasterDaemon::Impl::QuorumToValue(const cluster::QuorumDecision& d) 
   return wire::Value::MapOf({{"serving", d.serving},
                              {"side", list(d.side)},
                              {"serving_side", list(d.winner)},
-                             {"alive", list(d.alive)}});
+                             {"alive", list(d.alive)},
+                             {"job_cache_down", list(d.job_cache_down)}});
 }
 
 std::vector<std::string> MasterDaemon::Impl::LoopProblems() const {
@@ -133,10 +174,12 @@ std::vector<std::string> MasterDaemon::Impl::LoopProblems() const {
 cluster::HealthReport MasterDaemon::Impl::Health() {
   auto now = std::chrono::steady_clock::now();
   std::vector<std::string> problems;
+  std::vector<std::string> degraded;
   cluster::QuorumDecision quorum_now;
   {
     std::lock_guard lock(health_mu);
     problems = health_problems;
+    degraded = health_degraded;
     quorum_now = quorum_decision;
     if (health_checked_at.time_since_epoch().count() == 0) {
       problems.push_back("no health check has completed yet");
@@ -152,6 +195,11 @@ cluster::HealthReport MasterDaemon::Impl::Health() {
                           {"healthy", problems.empty()},
                           {"problems", wire::Value(std::move(problem_list))},
                           {"connected_minions", publisher->connected_subscribers()}});
+  if (!degraded.empty()) {
+    wire::Array list;
+    for (auto& d : degraded) list.emplace_back(std::move(d));
+    body.Set("degraded", wire::Value(std::move(list)));
+  }
   if (peers) {
     wire::Array links;
     for (const auto& link : peers->Status()) {

@@ -130,6 +130,11 @@ struct MasterDaemon::Impl {
   std::condition_variable health_cv;
   bool health_stop = false;                                 // guarded by health_mu
   std::vector<std::string> health_problems;                 // guarded by health_mu
+  // Shown on /health, not failing it: a job cache down on every master (health.cc).
+  std::vector<std::string> health_degraded;  // guarded by health_mu
+  // The health thread's own: since when the job cache fails, whether every master's does.
+  std::chrono::steady_clock::time_point job_cache_down_since;
+  bool job_cache_shared = false;
   std::chrono::steady_clock::time_point health_checked_at;  // guarded by health_mu
   // Which side of a cut between masters serves (quorum.h); cluster mode, health thread only.
   // The shared folder or cachedir failed the last probe (MasterContext::storage_lost).
@@ -147,7 +152,7 @@ struct MasterDaemon::Impl {
   std::vector<std::string> LoopProblems() const;
   // One round of the partition rule: writes this master's view, reads the peers', decides.
   // A problem when this master is outside the side that serves.
-  std::optional<std::string> CheckQuorum();
+  std::optional<std::string> CheckQuorum(bool job_cache_ok);
   static wire::Value QuorumToValue(const cluster::QuorumDecision& d);
   // cluster_wiring.cc: the peer channel, its handlers and (etcd) membership.
   Status WireCluster(const cluster::CurveKeyPair& curve);

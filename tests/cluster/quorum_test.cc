@@ -82,7 +82,16 @@ TEST(QuorumTest, ViewTextRoundTripsAndRefusesGarbage) {
   auto none = QuorumViewFromText("m1", "7 \n");
   ASSERT_TRUE(none.ok());
   EXPECT_TRUE(none->reachable.empty());
-  for (const char* bad : {"", "7", "7 a", "x a\n", "7 a,,b\n", "7 a,\n", "-1 a\n", "7 a b\n"}) {
+  QuorumView down = View("m1", {"m2"}, 8);
+  down.job_cache_ok = false;
+  EXPECT_EQ(QuorumViewToText(down), "8 m2 job-cache-down\n");
+  EXPECT_EQ(*QuorumViewFromText("m1", QuorumViewToText(down)), down);
+  auto alone_down = QuorumViewFromText("m1", "9  job-cache-down\n");
+  ASSERT_TRUE(alone_down.ok());
+  EXPECT_TRUE(alone_down->reachable.empty());
+  EXPECT_FALSE(alone_down->job_cache_ok);
+  for (const char* bad : {"", "7", "7 a", "x a\n", "7 a,,b\n", "7 a,\n", "-1 a\n", "7 a b\n",
+                          "7 a job-cache-down x\n", "7 a job-cache-up\n"}) {
     EXPECT_FALSE(QuorumViewFromText("m1", bad).ok()) << bad;
   }
 }
@@ -124,6 +133,17 @@ TEST(QuorumTest, WithDefaultsAKilledLowerIdNeverTakesTheOtherOfTwoOut) {
     auto d = t.Observe(dead, {}, at);
     EXPECT_TRUE(d.serving) << "out " << (at - t0).count() / 1000000 << " ms after the kill";
   }
+}
+
+TEST(QuorumTest, TheDecisionNamesTheAliveMastersWhoseJobCacheIsDown) {
+  QuorumView b = View("b", {"a", "c"});
+  b.job_cache_ok = false;
+  auto some = DecideQuorum("a", {"b", "c"}, {b, View("c", {"a", "b"})});
+  EXPECT_EQ(some.job_cache_down, (Ids{"b"}));
+  QuorumView c = View("c", {"a", "b"});
+  c.job_cache_ok = false;
+  auto all = DecideQuorum("a", {"b", "c"}, {b, c}, /*self_job_cache_ok=*/false);
+  EXPECT_EQ(all.job_cache_down, all.alive);  // shared by every alive master
 }
 
 TEST(QuorumTest, ViewsGoThroughADirectory) {

@@ -4,8 +4,10 @@
 #include <libpq-fe.h>
 
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "harness.h"
@@ -116,6 +118,86 @@ TEST_F(PostgresTest, ThreeMastersOnOneDatabaseEachAnswerLookupJidCompletely) {
       QueryCount(*pg_, "SELECT count(*) FROM cluster_jobs.job_minions WHERE jid = '" + jid + "'"),
       3);
   EXPECT_FALSE(std::filesystem::exists(tmp_.path() / "shared" / "cache" / "jobs"));
+}
+
+// A cluster whose masters all lose the one PostgreSQL they share stays in service: no master
+// is better off, and a 503 on every master would make HAProxy cut every minion's connection.
+// /health stays 200 and names the problem under "degraded"; a job published after the
+// database is back completes.
+TEST_F(PostgresTest, MastersSharingAPostgresOutageStayInServiceAndSaySo) {
+  StartPostgres();
+  std::vector<std::string> ips;
+  for (int i = 0; i < 2; ++i) ips.push_back(UniqueLoopbackIp());
+  for (int i = 0; i < 2; ++i) {
+    MasterSpec spec;
+    spec.id = ips[i];
+    spec.ip = ips[i];
+    spec.auto_accept = true;
+    spec.health_port = 4510;
+    spec.cluster_id = "c1";
+    spec.shared_dir = tmp_.path() / "shared";
+    spec.cluster_peers.push_back(ips[1 - i]);
+    spec.extra_yaml = JobCacheYaml(*pg_, "outage");
+    masters_.push_back(std::make_unique<MasterUnderTest>(tmp_.path(), spec));
+  }
+  for (auto& m : masters_) m->StartAsync();
+  for (auto& m : masters_) m->WaitReady();
+  AddMinion("alpha", ips[0]);
+  AddMinion("beta", ips[1]);
+  WaitUntilAllAnswer(*masters_[0]);
+  // The body and the status code of a master's /health.
+  auto health = [&](const std::string& ip) {
+    auto r = halite::testing::Run({"/usr/bin/curl", "-s", "-w", "\n%{http_code}", "--max-time", "5",
+                                   "http://" + ip + ":4510/health"});
+    const auto nl = r.out.rfind('\n');
+    auto body =
+        nlohmann::json::parse(r.out.substr(0, nl == std::string::npos ? 0 : nl), nullptr, false);
+    return std::make_pair(nl == std::string::npos ? "" : r.out.substr(nl + 1), body);
+  };
+  // Both masters see each other's views first (the "quorum" object names both alive).
+  ASSERT_TRUE(WaitFor([&] {
+    auto [code, body] = health(ips[0]);
+    return code == "200" && body.is_object() && body.contains("quorum") &&
+           body["quorum"]["alive"].size() == 2;
+  })) << health(ips[0]).second.dump();
+
+  ASSERT_TRUE(pg_->Stop().ok());
+  // Every answer of both masters for 10 s (past the 3 s grace of a master's own job cache
+  // problem) is 200, and both come to name the outage under "degraded".
+  const auto end = std::chrono::steady_clock::now() + 10s;
+  int answers = 0;
+  while (std::chrono::steady_clock::now() < end) {
+    for (const auto& ip : ips) {
+      auto [code, body] = health(ip);
+      ASSERT_EQ(code, "200") << ip << " after the stop: " << body.dump();
+      ++answers;
+    }
+    std::this_thread::sleep_for(250ms);  // polling an invariant, not waiting for an event
+  }
+  EXPECT_GE(answers, 20);
+  for (const auto& ip : ips) {
+    auto [code, body] = health(ip);
+    ASSERT_TRUE(body.is_object()) << ip;
+    EXPECT_EQ(body["degraded"].size(), 1u) << body.dump();
+    EXPECT_EQ(body["degraded"][0].dump().rfind("\"job cache: ", 0), 0u) << body.dump();
+    EXPECT_EQ(body["quorum"]["job_cache_down"].size(), 2u) << body.dump();
+  }
+  ASSERT_TRUE(pg_->Start().ok());
+  for (const auto& ip : ips) {
+    nlohmann::json last;
+    EXPECT_TRUE(WaitFor(
+        [&] {
+          auto [code, body] = health(ip);
+          last = body;
+          return code == "200" && body.is_object() && !body.contains("degraded");
+        },
+        60s, 250ms))
+        << last.dump();
+  }
+  auto job = masters_[1]->Cli("halite", {"--out", "txt", "*", "test.echo", "back"});
+  EXPECT_EQ(job.exit_code, 0) << job.out << job.err;
+  EXPECT_NE(job.out.find("alpha: back\n"), std::string::npos) << job.out << job.err;
+  EXPECT_NE(job.out.find("beta: back\n"), std::string::npos) << job.out << job.err;
 }
 
 TEST_F(PostgresTest, StoppingPostgresMidJobLosesNoReturnAndTheJobCompletesAfter) {

@@ -37,10 +37,14 @@ struct QuorumView {
   std::string id;
   std::uint64_t seq = 0;               // moves every round while the master runs
   std::vector<std::string> reachable;  // peers whose link is connected now
+  // Its job cache answered its last check. When every alive master's does not (a PostgreSQL
+  // outage they share), moving minions helps nobody: /health stays 200 and says "degraded".
+  bool job_cache_ok = true;
   bool operator==(const QuorumView&) const = default;
 };
 
-// One line: "<seq> <peer>,<peer>,...\n". InvalidArgument on anything else.
+// One line: "<seq> <peer>,<peer>,...\n", with " job-cache-down" before the newline when
+// job_cache_ok is false. InvalidArgument on anything else.
 std::string QuorumViewToText(const QuorumView& view);
 Result<QuorumView> QuorumViewFromText(std::string_view id, std::string_view text);
 
@@ -56,13 +60,15 @@ struct QuorumDecision {
   std::vector<std::string> side;    // this master's side, sorted, self included
   std::vector<std::string> winner;  // the side that serves, sorted
   std::vector<std::string> alive;   // every master taken as alive, sorted
+  std::vector<std::string> job_cache_down;  // the alive masters whose job cache is down, sorted
 };
 
 // The rule above, for one round. `self_reachable`: peers this master's links reach now;
 // `alive_views`: the views of the other masters taken as alive (self's own is ignored).
 QuorumDecision DecideQuorum(std::string_view self_id,
                             const std::vector<std::string>& self_reachable,
-                            const std::vector<QuorumView>& alive_views);
+                            const std::vector<QuorumView>& alive_views,
+                            bool self_job_cache_ok = true);
 
 // Keeps, across rounds, when each peer's counter last moved, and applies a grace period:
 // a master reports that it is out of the serving side only after every round for `grace`
@@ -85,7 +91,7 @@ class QuorumTracker {
   // master's links reach, the time.
   QuorumDecision Observe(const std::vector<QuorumView>& views,
                          const std::vector<std::string>& self_reachable,
-                         std::chrono::steady_clock::time_point now);
+                         std::chrono::steady_clock::time_point now, bool self_job_cache_ok = true);
 
  private:
   struct Seen {
