@@ -97,6 +97,39 @@ class Cluster:
     def restore_shared(self, ip):
         self.point_shared(ip, os.path.join(self.work, "shared"))
 
+    def start_postgres(self):
+        """A PostgreSQL server for the job cache on subnet .5, its data under the work dir
+        (initdb and the server run as the postgres user: the server refuses root)."""
+        self.pg_ip = self.subnet + "5"
+        bins = sorted(d for d in os.listdir("/usr/lib/postgresql")
+                      if os.path.isdir(f"/usr/lib/postgresql/{d}/bin"))
+        if not bins:
+            raise RuntimeError("no PostgreSQL server in /usr/lib/postgresql (tools/bootstrap)")
+        self.pg_bin = f"/usr/lib/postgresql/{bins[-1]}/bin"
+        self.pg_dir = os.path.join(self.work, "pg")
+        os.makedirs(self.pg_dir)
+        if os.geteuid() == 0:
+            os.chmod(self.work, 0o711)
+            subprocess.run(["chown", "postgres:", self.pg_dir], check=True)
+        self._as_postgres([f"{self.pg_bin}/initdb", "-D", f"{self.pg_dir}/data", "-U", "halite",
+                           "-A", "trust", "-E", "UTF8", "--locale=C"])
+        self.pg_ctl("start")
+
+    def _as_postgres(self, cmd):
+        prefix = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+        subprocess.run(prefix + cmd, check=True, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
+
+    def pg_ctl(self, action):
+        """start (waits until it accepts connections) or stop (fast: connections are cut)."""
+        cmd = [f"{self.pg_bin}/pg_ctl", "-D", f"{self.pg_dir}/data", "-w"]
+        if action == "start":
+            cmd += ["-l", f"{self.pg_dir}/server.log", "-o",
+                    f"-c listen_addresses={self.pg_ip} -p 5432 -k {self.pg_dir}", "start"]
+        else:
+            cmd += ["-m", "fast", "stop"]
+        self._as_postgres(cmd)
+
     def write_configs(self):
         os.makedirs(os.path.join(self.work, "shared"), exist_ok=True)
         for ip in self.ips:
@@ -126,6 +159,13 @@ publish_replay: {'false' if self.args.no_replay else 'true'}
 pillar_roots: {{base: [{shared}/pillar]}}
 file_roots: {{base: [{shared}/states]}}
 """)
+                if getattr(self, "pg_ip", None):
+                    f.write(f"""master_job_cache: postgres
+job_cache:
+  dsn: 'host={self.pg_ip} port=5432 user=halite dbname=postgres connect_timeout=5'
+  schema: chaos
+  retry_for_seconds: 600
+""")
 
     def start_master(self, ip):
         out = open(os.path.join(self.work, ip, "stdout.log"), "ab")
@@ -140,6 +180,8 @@ file_roots: {{base: [{shared}/states]}}
         return http_status(ip)[0] == 200
 
     def start(self):
+        if self.args.job_cache == "postgres":
+            self.start_postgres()
         self.start_masters()
         self.start_haproxy()
         self.start_swarm()
@@ -203,6 +245,14 @@ file_roots: {{base: [{shared}/states]}}
         return out
 
     def stop(self):
+        self.stop_processes()
+        if getattr(self, "pg_dir", None) and os.path.exists(f"{self.pg_dir}/data/postmaster.pid"):
+            try:
+                self.pg_ctl("stop")
+            except subprocess.CalledProcessError:
+                pass
+
+    def stop_processes(self):
         for name, p in list(self.procs.items()):
             if p.poll() is None:
                 try:

@@ -97,10 +97,17 @@ def check(led, jobs, faults, stored, ids, timeout, margin, stopped_at, require_a
             violations.append(f"(e) {m} ran {jid} but no master acknowledged its return")
     end_of_run = max([t for t, *_ in led.runs] + [j["end"] for j in jobs] + [0]) + 3600
     rows = []
-    incomplete = missed = 0
+    incomplete = missed = refused = 0
     for j in sorted(jobs, key=lambda j: j["k"]):
         row = dict(k=j["k"], fun=j["fun"], master=j["master"], jid=j["jid"], rc=j["rc"])
         rows.append(row)
+        if not j["jid"] and any(f["kind"] == "postgres" and f["at"] - 1 <= j["start"] <=
+                                f.get("restarted", f["at"]) + 1 for f in faults):
+            # Published while the job cache was down: refused with the master's error, so
+            # nothing ran and nothing was lost (the caller was told).
+            refused += 1
+            row.update(refused=True)
+            continue
         if not j["jid"] or j["rc"] not in (0, 1, 2):
             violations.append(f"(b) job {j['k']} on {j['master']}: the CLI failed (rc {j['rc']}): "
                               f"{j['stderr'].strip()[-200:]}")
@@ -169,7 +176,7 @@ def check(led, jobs, faults, stored, ids, timeout, margin, stopped_at, require_a
     totals = dict(jobs=len(jobs), lost_acknowledged_returns=len(lost_acks),
                   incomplete_cli_results=incomplete, double_executions=len(doubles),
                   missed_jobs=missed, runs=len(led.runs), acks=len(led.acks),
-                  unacknowledged_returns=len(unacked),
+                  unacknowledged_returns=len(unacked), refused_publishes=refused,
                   faults=len(faults), minions_moved=sum(r["moved"] for r in fault_rows),
                   away_at_publish=sum(r.get("away", 0) for r in rows))
     return dict(rows=rows, faults=fault_rows, totals=totals, violations=violations)
@@ -197,7 +204,8 @@ def print_table(result, jobs, faults):
     t = result["totals"]
     print(f"jobs {t['jobs']}, faults {t['faults']} (minions moved {t['minions_moved']}), "
           f"runs {t['runs']}, acks {t['acks']}, minions away at a publish and back in time "
-          f"{t['away_at_publish']}")
+          f"{t['away_at_publish']}, publishes refused while the job cache was down "
+          f"{t['refused_publishes']}")
     print(f"(a) lost acknowledged returns: {t['lost_acknowledged_returns']}   "
           f"(b) incomplete CLI results: {t['incomplete_cli_results']}   "
           f"(c) double executions: {t['double_executions']}   "
