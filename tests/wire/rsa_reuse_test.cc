@@ -161,9 +161,12 @@ std::string Tlv(unsigned char tag, const std::string& contents) {
   }
   return out + contents;
 }
+// As PEM writers armour it: 64 base64 characters a line.
 std::string Pkcs1Pem(const std::string& der) {
-  return "-----BEGIN RSA PUBLIC KEY-----\n" + Base64Encode(der) +
-         "\n-----END RSA PUBLIC KEY-----\n";
+  const std::string b64 = Base64Encode(der);
+  std::string out = "-----BEGIN RSA PUBLIC KEY-----\n";
+  for (std::size_t i = 0; i < b64.size(); i += 64) out += b64.substr(i, 64) + "\n";
+  return out + "-----END RSA PUBLIC KEY-----\n";
 }
 
 TEST(RsaPublicPemTest, BadComponentsAreRefusedWhicheverPathReadsThem) {
@@ -179,6 +182,20 @@ TEST(RsaPublicPemTest, BadComponentsAreRefusedWhicheverPathReadsThem) {
   const std::string padded = Tlv(0x30, Tlv(0x02, std::string(2, '\0') + n) + Tlv(0x02, e));
   EXPECT_EQ(internal::FastRsaPublicKeyFromPem(Pkcs1Pem(padded)), nullptr);
   EXPECT_EQ(internal::FastRsaPublicKeyFromPem("junk\n" + Pkcs1Pem(good)), nullptr);
+  // Armour PEM writers do not make is left to OpenSSL's decoder (rsa_pem_fuzz: the last base64
+  // line ran into "-----END", which the fast path read and OpenSSL refuses).
+  const std::string pem = Pkcs1Pem(good);
+  const auto end_at = pem.find("\n-----END");
+  ASSERT_NE(end_at, std::string::npos);
+  std::string run_in = pem;
+  run_in.erase(end_at, 1);
+  EXPECT_EQ(internal::FastRsaPublicKeyFromPem(run_in), nullptr);
+  std::string short_line = pem;
+  short_line.erase(short_line.find('\n', 40) - 1, 1);  // a first line of 63
+  EXPECT_EQ(internal::FastRsaPublicKeyFromPem(short_line), nullptr);
+  std::string crlf = pem;
+  crlf.insert(crlf.find('\n'), "\r");
+  EXPECT_EQ(internal::FastRsaPublicKeyFromPem(crlf), nullptr);
   EVP_PKEY* fast = internal::FastRsaPublicKeyFromPem(Pkcs1Pem(good));
   EXPECT_NE(fast, nullptr);
   EVP_PKEY_free(fast);
