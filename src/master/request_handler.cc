@@ -2,6 +2,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <filesystem>
 
 #include "halite/keys/key_store.h"
 #include "halite/master/context.h"
@@ -150,26 +151,36 @@ void HandleRequest(MasterContext& ctx, std::string body, std::function<void(std:
     const std::string* id = payload->FindStr("id");
     if (!id || !keys::ValidMinionId(*id)) return bad("v3 request without a valid id");
     // Unlike Salt, no session file is made for ids that have no accepted key.
-    auto accepted = ctx.minion_keys->Lookup(*id);
-    if (!accepted.ok()) return bad("v3 request from '" + *id + "' which is not accepted");
-    req.id = *id;
-    auto key = ctx.session_keys->Get(*id, accepted->stamp);
-    // The session key could not be read or made (a cluster keeps it in the shared cachedir):
-    // our storage's fault, not the minion's. Unanswered, the minion times out and sends again,
-    // on a new connection HAProxy may give to a master that can; "bad load" made it re-auth,
-    // resend once to this master and give a return up.
-    auto unanswered = [&](const Error& error) {
+    // A key or session key this master cannot read because its storage is gone (the shared
+    // folder of a cluster) is our fault, not the minion's: unanswered, the minion times out and
+    // sends again on a new connection, which HAProxy may give to a master that can read it.
+    // "bad load" made it re-auth (on another connection, so often elsewhere), resend once to
+    // this master and give a return up (tools/chaos --faults storage, before the health check
+    // noticed the loss).
+    auto unanswered = [&](const std::string& what, const Error& error) {
       ctx.counters->storage_shed++;
-      spdlog::error("session key for {}: {}; request not answered", *id, error.ToString());
+      spdlog::error("{} of {}: {}; request not answered", what, *id, error.ToString());
       reply(std::string());
     };
-    if (!key.ok()) return unanswered(key.error());
+    auto accepted = ctx.minion_keys->Lookup(*id);
+    if (!accepted.ok()) {
+      std::error_code ec;
+      if (ctx.key_store &&
+          !std::filesystem::is_directory(
+              ctx.key_store->root() / keys::KeyStateDir(keys::KeyState::kAccepted), ec)) {
+        return unanswered("accepted key", accepted.error());
+      }
+      return bad("v3 request from '" + *id + "' which is not accepted");
+    }
+    req.id = *id;
+    auto key = ctx.session_keys->Get(*id, accepted->stamp);
+    if (!key.ok()) return unanswered("session key", key.error());
     decrypted = (*key)->Loads(*ciphertext, std::nullopt, load_limits);
     if (!decrypted.ok() && decrypted.error().code != ErrorCode::kResourceExhausted) {
       // Another master may have renewed the shared session file: re-read it once.
       ctx.session_keys->Forget(*id);
       key = ctx.session_keys->Get(*id, accepted->stamp);
-      if (!key.ok()) return unanswered(key.error());
+      if (!key.ok()) return unanswered("session key", key.error());
       decrypted = (*key)->Loads(*ciphertext, std::nullopt, load_limits);
     }
     if (key.ok()) req.key = *key;
