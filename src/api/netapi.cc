@@ -437,22 +437,8 @@ Result<wire::Value> Netapi::Wheel(const auth::Token& token, wire::Value& chunk, 
         wire::Value::MapOf({{"cmd", "_halite_key_event"}, {"events", wire::Value(events)}}));
     if (!fired.ok()) spdlog::warn("salt/key events not fired: {}", fired.error().message);
   };
-  env.connected_ids = [this]() -> Result<std::vector<std::string>> {
-    HALITE_ASSIGN_OR_RETURN(client::LocalClient * master, Master());
-    auto reply = master->Call(wire::Value::MapOf({{"cmd", "_halite_presence"}}));
-    if (!reply.ok()) {
-      if (reply.error().code == ErrorCode::kUnavailable) DropMaster();
-      return reply.error();
-    }
-    const wire::Value* present = reply->Find("present");
-    if (!present || !present->map()) return Error::Internal("bad presence reply");
-    std::vector<std::string> ids;
-    for (const auto& [id, ip] : *present->map()) {
-      if (const std::string* s = id.str()) ids.push_back(*s);
-    }
-    std::sort(ids.begin(), ids.end());
-    return ids;
-  };
+  // Salt's wheel minions.connected is manage.present's list: the same presence runner.
+  env.connected_ids = [this] { return CallRunner("manage.present", {}); };
   const std::string jid = NewJid();
   const std::string tag = "salt/wheel/" + jid;
   auto result = RunWheel(env, fun, PositionalOf(args), KwargsOf(args));

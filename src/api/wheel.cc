@@ -154,10 +154,7 @@ Result<wire::Value> RunWheel(const WheelEnv& env, std::string_view fun, const wi
     // Salt's wheel.minions.connected: a list of ids. halite's presence is by identity
     // (master/presence.h, docs/cli.md "Presence"), not by source address.
     if (!env.connected_ids) return Error::Unavailable("minions.connected: no master to ask");
-    HALITE_ASSIGN_OR_RETURN(std::vector<std::string> ids, env.connected_ids());
-    wire::Array out;
-    for (auto& id : ids) out.emplace_back(std::move(id));
-    return wire::Value(std::move(out));
+    return env.connected_ids();
   }
   KeyWheel wheel(env);
   HALITE_RETURN_IF_ERROR(wheel.Open());

@@ -64,44 +64,18 @@ void MasterDaemon::Impl::RunHealthChecks() {
     if (auto st = job_cache->Check(); !st.ok()) {
       job_cache_problem = "job cache: " + st.error().message;
     }
-    std::vector<std::string> degraded;
+    std::optional<cluster::QuorumDecision> quorum_now;
     if (peers) {
-      if (auto p = CheckQuorum(!job_cache_problem)) problems.push_back(*p);
-      if (job_cache_problem) {
-        // In a cluster, a job cache every alive master finds down (one PostgreSQL they all
-        // use) is no reason to move minions: no master is better off, and draining them all
-        // would cut every minion's connection. Returns are held until it is back; /health
-        // stays 200 and says so. A problem this master has alone is reported once it has
-        // lasted kJobCacheGrace (the peers' views lag a round behind).
-        const auto now = std::chrono::steady_clock::now();
-        if (job_cache_down_since == std::chrono::steady_clock::time_point{}) {
-          job_cache_down_since = now;
-        }
-        bool shared;
-        {
-          std::lock_guard lock(health_mu);
-          shared = quorum_decision.job_cache_down.size() == quorum_decision.alive.size();
-        }
-        if (shared || now - job_cache_down_since < kJobCacheGrace) {
-          degraded.push_back(*job_cache_problem);
-        } else {
-          problems.push_back(*job_cache_problem);
-        }
-        if (shared != job_cache_shared) {
-          if (shared) {
-            spdlog::error(
-                "{}: every master's job cache is down; staying in service (returns "
-                "are held until it is back)",
-                *job_cache_problem);
-          }
-          job_cache_shared = shared;
-        }
-      } else {
-        job_cache_down_since = {};
-        job_cache_shared = false;
-      }
-    } else if (job_cache_problem) {
-      problems.push_back(*job_cache_problem);
+      quorum_now = CheckQuorum(!job_cache_problem);
+      if (!quorum_now->serving) problems.push_back(cluster::QuorumProblem(*quorum_now));
+    }
+    std::vector<std::string> degraded;
+    if (job_cache_problem) {
+      (JobCacheProblemOnlyDegrades(*job_cache_problem, quorum_now) ? degraded : problems)
+          .push_back(*job_cache_problem);
+    } else {
+      job_cache_down_since = {};
+      job_cache_shared = false;
     }
     // systemd's watchdog (WatchdogSec=) is fed while both loops answered within the stale
     // window and this thread itself gets round: a hung loop, or a probe stuck on a dead
@@ -119,7 +93,7 @@ void MasterDaemon::Impl::RunHealthChecks() {
   }
 }
 
-std::optional<std::string> MasterDaemon::Impl::CheckQuorum(bool job_cache_ok) {
+cluster::QuorumDecision MasterDaemon::Impl::CheckQuorum(bool job_cache_ok) {
   if (!quorum) quorum.emplace(config.id, cluster::QuorumTracker::Options{});
   std::vector<std::string> ids, reachable;
   for (const auto& link : peers->Status()) {
@@ -132,19 +106,39 @@ std::optional<std::string> MasterDaemon::Impl::CheckQuorum(bool job_cache_ok) {
   auto views = cluster::ReadQuorumViews(dir, ids);
   auto decision = quorum->Observe(views.ok() ? *views : std::vector<cluster::QuorumView>{},
                                   reachable, std::chrono::steady_clock::now(), job_cache_ok);
-  std::optional<std::string> problem;
-  if (!decision.serving) problem = cluster::QuorumProblem(decision);
   std::lock_guard lock(health_mu);
   if (decision.serving != quorum_decision.serving) {
-    if (problem) {
-      spdlog::error("{}", *problem);
+    if (!decision.serving) {
+      spdlog::error("{}", cluster::QuorumProblem(decision));
     } else if (!quorum_decision.side.empty()) {
       spdlog::warn("partition healed: this master serves again (its side: {} masters)",
                    decision.side.size());
     }
   }
-  quorum_decision = std::move(decision);
-  return problem;
+  quorum_decision = decision;
+  return decision;
+}
+
+bool MasterDaemon::Impl::JobCacheProblemOnlyDegrades(
+    const std::string& problem, const std::optional<cluster::QuorumDecision>& quorum_now) {
+  // A single master reports its job cache problem at once: there is nowhere else to go.
+  if (!quorum_now) return false;
+  // In a cluster, a job cache every alive master finds down (one PostgreSQL they all use) is
+  // no reason to move minions: no master is better off, and draining them all would cut every
+  // minion's connection. Returns are held until it is back; /health stays 200 and says so. A
+  // problem this master has alone is reported once it has lasted kJobCacheGrace (the peers'
+  // views lag a round behind).
+  const auto now = std::chrono::steady_clock::now();
+  if (job_cache_down_since == std::chrono::steady_clock::time_point{}) job_cache_down_since = now;
+  const bool shared = quorum_now->job_cache_down.size() == quorum_now->alive.size();
+  if (shared && !job_cache_shared) {
+    spdlog::error(
+        "{}: every master's job cache is down; staying in service (returns are held "
+        "until it is back)",
+        problem);
+  }
+  job_cache_shared = shared;
+  return shared || now - job_cache_down_since < kJobCacheGrace;
 }
 
 wire::Value MasterDaemon::Impl::QuorumToValue(const cluster::QuorumDecision& d) {

@@ -136,9 +136,9 @@ struct MasterDaemon::Impl {
   std::chrono::steady_clock::time_point job_cache_down_since;
   bool job_cache_shared = false;
   std::chrono::steady_clock::time_point health_checked_at;  // guarded by health_mu
-  // Which side of a cut between masters serves (quorum.h); cluster mode, health thread only.
   // The shared folder or cachedir failed the last probe (MasterContext::storage_lost).
   std::atomic<bool> storage_lost{false};
+  // Which side of a cut between masters serves (quorum.h); cluster mode, health thread only.
   std::optional<cluster::QuorumTracker> quorum;
   std::uint64_t quorum_seq = 0;
   cluster::QuorumDecision quorum_decision;  // guarded by health_mu
@@ -150,9 +150,13 @@ struct MasterDaemon::Impl {
   // What /health says of the two ZeroMQ loops: a loop that has not answered a probe within
   // kHealthStale is "not running". Empty: both answer (also what feeds systemd's watchdog).
   std::vector<std::string> LoopProblems() const;
-  // One round of the partition rule: writes this master's view, reads the peers', decides.
-  // A problem when this master is outside the side that serves.
-  std::optional<std::string> CheckQuorum(bool job_cache_ok);
+  // One round of the partition rule: writes this master's view (with `job_cache_ok`), reads
+  // the peers', decides, and keeps the decision for /health and cluster.status.
+  cluster::QuorumDecision CheckQuorum(bool job_cache_ok);
+  // Whether this round's job cache problem only degrades (not fails) /health: every alive
+  // master of the cluster has it, or it is younger than the grace (health.cc).
+  bool JobCacheProblemOnlyDegrades(const std::string& problem,
+                                   const std::optional<cluster::QuorumDecision>& quorum_now);
   static wire::Value QuorumToValue(const cluster::QuorumDecision& d);
   // cluster_wiring.cc: the peer channel, its handlers and (etcd) membership.
   Status WireCluster(const cluster::CurveKeyPair& curve);

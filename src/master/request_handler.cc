@@ -105,11 +105,16 @@ void HandleRequest(MasterContext& ctx, std::string body, std::function<void(std:
                               ctx.config->minimum_request_version));
   }
 
-  auto shed_for_storage = [&] {
-    if (!ctx.storage_lost || !ctx.storage_lost->load(std::memory_order_relaxed)) return false;
+  // A request this master cannot serve because its storage is gone is our fault, not the
+  // minion's: no answer at all, so the minion times out and sends again on a new connection,
+  // which HAProxy gives to a master that can serve it (an error answer made it give a return
+  // up: docs/failure-modes.md).
+  auto unanswered = [&] {
     ctx.counters->storage_shed++;
-    reply(std::string());  // unanswered: the minion retries, elsewhere once HAProxy moved it
-    return true;
+    reply(std::string());  // dropped on purpose (request_server.h)
+  };
+  auto storage_lost = [&] {
+    return ctx.storage_lost && ctx.storage_lost->load(std::memory_order_relaxed);
   };
 
   if (*enc == "clear") {
@@ -120,7 +125,7 @@ void HandleRequest(MasterContext& ctx, std::string body, std::function<void(std:
     const std::string* cmd = load->FindStr("cmd");
     ctx.counters->CountRequest(cmd ? *cmd : "other");
     if (cmd && *cmd == "_auth") {
-      if (shed_for_storage()) return;
+      if (storage_lost()) return unanswered();
       const auto waited = std::chrono::steady_clock::now() - received;
       if (ctx.config->auth_queue_timeout_ms.count() > 0 &&
           waited > ctx.config->auth_queue_timeout_ms) {
@@ -138,7 +143,7 @@ void HandleRequest(MasterContext& ctx, std::string body, std::function<void(std:
     return;
   }
   if (*enc != "aes") return bad("unknown enc");
-  if (shed_for_storage()) return;
+  if (storage_lost()) return unanswered();
   const std::string* ciphertext = load->str();
   if (!ciphertext) return bad("aes load is not a byte string");
 
@@ -151,16 +156,13 @@ void HandleRequest(MasterContext& ctx, std::string body, std::function<void(std:
     const std::string* id = payload->FindStr("id");
     if (!id || !keys::ValidMinionId(*id)) return bad("v3 request without a valid id");
     // Unlike Salt, no session file is made for ids that have no accepted key.
-    // A key or session key this master cannot read because its storage is gone (the shared
-    // folder of a cluster) is our fault, not the minion's: unanswered, the minion times out and
-    // sends again on a new connection, which HAProxy may give to a master that can read it.
-    // "bad load" made it re-auth (on another connection, so often elsewhere), resend once to
-    // this master and give a return up (tools/chaos --faults storage, before the health check
-    // noticed the loss).
-    auto unanswered = [&](const std::string& what, const Error& error) {
-      ctx.counters->storage_shed++;
+    // A key or session key that cannot be read because the storage is gone (the shared folder
+    // of a cluster; the health check notices within a second) is not answered either: "bad
+    // load" made the minion re-auth (on another connection, so often elsewhere), resend once
+    // to this master and give a return up.
+    auto unreadable = [&](std::string_view what, const Error& error) {
       spdlog::error("{} of {}: {}; request not answered", what, *id, error.ToString());
-      reply(std::string());
+      unanswered();
     };
     auto accepted = ctx.minion_keys->Lookup(*id);
     if (!accepted.ok()) {
@@ -168,22 +170,22 @@ void HandleRequest(MasterContext& ctx, std::string body, std::function<void(std:
       if (ctx.key_store &&
           !std::filesystem::is_directory(
               ctx.key_store->root() / keys::KeyStateDir(keys::KeyState::kAccepted), ec)) {
-        return unanswered("accepted key", accepted.error());
+        return unreadable("accepted key", accepted.error());
       }
       return bad("v3 request from '" + *id + "' which is not accepted");
     }
     req.id = *id;
     auto key = ctx.session_keys->Get(*id, accepted->stamp);
-    if (!key.ok()) return unanswered("session key", key.error());
+    if (!key.ok()) return unreadable("session key", key.error());
     decrypted = (*key)->Loads(*ciphertext, std::nullopt, load_limits);
     if (!decrypted.ok() && decrypted.error().code != ErrorCode::kResourceExhausted) {
       // Another master may have renewed the shared session file: re-read it once.
       ctx.session_keys->Forget(*id);
       key = ctx.session_keys->Get(*id, accepted->stamp);
-      if (!key.ok()) return unanswered("session key", key.error());
+      if (!key.ok()) return unreadable("session key", key.error());
       decrypted = (*key)->Loads(*ciphertext, std::nullopt, load_limits);
     }
-    if (key.ok()) req.key = *key;
+    req.key = *key;
   } else {
     req.key = ctx.aes->Current();
     decrypted = req.key->Loads(*ciphertext, std::nullopt, load_limits);
@@ -284,7 +286,7 @@ void HandleRequest(MasterContext& ctx, std::string body, std::function<void(std:
   std::optional<std::string> nonce = req.nonce;
   req.reply = [reply = std::move(reply), key, nonce](ReplyKind kind, wire::Value value) {
     if (kind == ReplyKind::kNone) {
-      reply("");  // dropped on purpose (request_server.h)
+      reply(std::string());  // dropped on purpose (request_server.h)
       return;
     }
     if (kind == ReplyKind::kPlain) {

@@ -19,9 +19,9 @@ struct WheelEnv {
   const config::MasterConfig* config = nullptr;
   // salt/key events ({"result", "act", "id"}) for the master to fire; may be empty.
   std::function<void(const wire::Array& events)> fire_key_events;
-  // minions.connected: the ids the master sees now (its presence list, as manage.present);
+  // minions.connected: the sorted list of ids the master sees now (manage.present's answer);
   // empty: the function answers an error.
-  std::function<Result<std::vector<std::string>>()> connected_ids;
+  std::function<Result<wire::Value>()> connected_ids;
 };
 
 // The function's names, for `netapi` errors.
