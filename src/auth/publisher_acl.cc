@@ -61,24 +61,7 @@ bool SafeUserName(const std::string& user) {
 Result<std::string> UserKey(const std::filesystem::path& cachedir, const std::string& user,
                             std::optional<uid_t> uid) {
   const auto path = cachedir / ("." + user + "_key");
-  std::string key;
-  for (int attempt = 0; attempt < 3 && key.empty(); ++attempt) {
-    auto existing = keys::ReadFile(path);
-    if (existing.ok()) {
-      if (wire::Crypticle::FromKeyString(*existing).ok()) {
-        key = *existing;
-        break;
-      }
-      spdlog::warn("{} is corrupt; writing a new one", path.string());
-      HALITE_RETURN_IF_ERROR(keys::RemoveFile(path));
-    } else if (existing.error().code != ErrorCode::kNotFound) {
-      return existing.error();
-    }
-    std::string fresh = wire::Crypticle::GenerateKeyString();
-    HALITE_ASSIGN_OR_RETURN(bool created, keys::CreateFileExclusive(path, fresh, 0400));
-    if (created) key = std::move(fresh);
-  }
-  if (key.empty()) return Error::Unavailable("cannot settle " + path.string());
+  HALITE_ASSIGN_OR_RETURN(std::string key, LoadOrCreateKeyFile(path, 0400));
   // The user reads it; nobody else but the master's user. Set on every start, so a file
   // another master created (or an older owner) ends up right too.
   if (uid && ::chown(path.c_str(), *uid, static_cast<gid_t>(-1)) != 0) {
@@ -94,6 +77,23 @@ Result<std::string> UserKey(const std::filesystem::path& cachedir, const std::st
 }
 
 }  // namespace
+
+Result<std::string> LoadOrCreateKeyFile(const std::filesystem::path& path, mode_t mode) {
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    auto existing = keys::ReadFile(path);
+    if (existing.ok()) {
+      if (wire::Crypticle::FromKeyString(*existing).ok()) return *existing;
+      spdlog::warn("{} is corrupt; writing a new one", path.string());
+      HALITE_RETURN_IF_ERROR(keys::RemoveFile(path));
+    } else if (existing.error().code != ErrorCode::kNotFound) {
+      return existing.error();
+    }
+    std::string key = wire::Crypticle::GenerateKeyString();
+    HALITE_ASSIGN_OR_RETURN(bool created, keys::CreateFileExclusive(path, key, mode));
+    if (created) return key;
+  }
+  return Error::Unavailable("cannot settle " + path.string());
+}
 
 bool UserBlacklisted(const wire::Value& blacklist, std::string_view user) {
   return AnyMatches(blacklist.Find("users"), user);

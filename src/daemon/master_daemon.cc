@@ -61,21 +61,7 @@ std::string TcpEndpoint(const std::string& interface, int port) {
 
 Result<std::string> LoadOrCreateRootKey(const std::filesystem::path& cachedir) {
   // Shared by every master of a cluster (cachedir is shared): exactly one creator wins.
-  const auto path = cachedir / ".root_key";
-  for (int attempt = 0; attempt < 3; ++attempt) {
-    auto existing = keys::ReadFile(path);
-    if (existing.ok()) {
-      if (wire::Crypticle::FromKeyString(*existing).ok()) return *existing;
-      spdlog::warn("{} is corrupt; writing a new one", path.string());
-      HALITE_RETURN_IF_ERROR(keys::RemoveFile(path));
-    } else if (existing.error().code != ErrorCode::kNotFound) {
-      return existing.error();
-    }
-    std::string key = wire::Crypticle::GenerateKeyString();
-    HALITE_ASSIGN_OR_RETURN(bool created, keys::CreateFileExclusive(path, key, 0600));
-    if (created) return key;
-  }
-  return Error::Unavailable("cannot settle " + path.string());
+  return auth::LoadOrCreateKeyFile(cachedir / ".root_key", 0600);
 }
 
 // Replay memory per minion (ReplayGuard): far more requests than a minion sends in one

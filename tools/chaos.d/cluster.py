@@ -72,6 +72,7 @@ class Cluster:
         self.down = set()  # masters killed or frozen right now
         self.busy = {}  # master -> CLI runs in progress there
         self.net = None  # netns.Partitionable when the masters run in namespaces of their own
+        self.pg_ip = self.pg_bin = self.pg_dir = None  # --job-cache postgres: start_postgres
 
     def bin(self, name):
         return os.path.join(self.args.bin, name)
@@ -159,7 +160,7 @@ publish_replay: {'false' if self.args.no_replay else 'true'}
 pillar_roots: {{base: [{shared}/pillar]}}
 file_roots: {{base: [{shared}/states]}}
 """)
-                if getattr(self, "pg_ip", None):
+                if self.pg_ip:
                     f.write(f"""master_job_cache: postgres
 job_cache:
   dsn: 'host={self.pg_ip} port=5432 user=halite dbname=postgres connect_timeout=5'
@@ -245,14 +246,6 @@ job_cache:
         return out
 
     def stop(self):
-        self.stop_processes()
-        if getattr(self, "pg_dir", None) and os.path.exists(f"{self.pg_dir}/data/postmaster.pid"):
-            try:
-                self.pg_ctl("stop")
-            except subprocess.CalledProcessError:
-                pass
-
-    def stop_processes(self):
         for name, p in list(self.procs.items()):
             if p.poll() is None:
                 try:
@@ -266,6 +259,11 @@ job_cache:
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait()
+        if self.pg_dir and os.path.exists(f"{self.pg_dir}/data/postmaster.pid"):
+            try:
+                self.pg_ctl("stop")
+            except subprocess.CalledProcessError:
+                pass
 
 
 def parse_cli(stdout):

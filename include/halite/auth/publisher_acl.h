@@ -6,6 +6,8 @@
 // Thread-safe (PrepareUserKeys touches files: call it at start, off any event loop).
 #pragma once
 
+#include <sys/types.h>
+
 #include <filesystem>
 #include <map>
 #include <string>
@@ -39,5 +41,10 @@ wire::Array PublisherAuthList(const wire::Value& publisher_acl, std::string_view
 // "root" is left out (the master's own .root_key). Returns user -> key.
 Result<std::map<std::string, std::string>> PrepareUserKeys(const AuthOptions& options,
                                                            const std::filesystem::path& cachedir);
+
+// A key file a local CLI presents (.root_key, .<user>_key): its key when `path` holds a valid
+// one, else a new one created exclusively with `mode` (masters sharing the cachedir race:
+// exactly one creates it; a corrupt file is replaced).
+Result<std::string> LoadOrCreateKeyFile(const std::filesystem::path& path, mode_t mode);
 
 }  // namespace halite::auth
