@@ -60,6 +60,30 @@ class PostgresTest : public ::testing::Test {
     return *minions_.back();
   }
 
+  // `n` masters of one cluster sharing a folder and the schema `schema`, started at once;
+  // their addresses (`health_port` 0: no /health).
+  std::vector<std::string> StartCluster(int n, const std::string& schema, int health_port = 0) {
+    std::vector<std::string> ips;
+    for (int i = 0; i < n; ++i) ips.push_back(UniqueLoopbackIp());
+    for (int i = 0; i < n; ++i) {
+      MasterSpec spec;
+      spec.id = ips[i];
+      spec.ip = ips[i];
+      spec.auto_accept = true;
+      spec.health_port = health_port;
+      spec.cluster_id = "c1";
+      spec.shared_dir = tmp_.path() / "shared";
+      for (int j = 0; j < n; ++j) {
+        if (j != i) spec.cluster_peers.push_back(ips[j]);
+      }
+      spec.extra_yaml = JobCacheYaml(*pg_, schema);
+      masters_.push_back(std::make_unique<MasterUnderTest>(tmp_.path(), spec));
+    }
+    for (auto& m : masters_) m->StartAsync();
+    for (auto& m : masters_) m->WaitReady();
+    return ips;
+  }
+
   // Every minion answers a test.ping published on `master`: the cluster is wired up.
   void WaitUntilAllAnswer(MasterUnderTest& master) {
     std::string last;
@@ -76,23 +100,7 @@ class PostgresTest : public ::testing::Test {
 
 TEST_F(PostgresTest, ThreeMastersOnOneDatabaseEachAnswerLookupJidCompletely) {
   StartPostgres();
-  std::vector<std::string> ips;
-  for (int i = 0; i < 3; ++i) ips.push_back(UniqueLoopbackIp());
-  for (int i = 0; i < 3; ++i) {
-    MasterSpec spec;
-    spec.id = ips[i];
-    spec.ip = ips[i];
-    spec.auto_accept = true;
-    spec.cluster_id = "c1";
-    spec.shared_dir = tmp_.path() / "shared";
-    for (int j = 0; j < 3; ++j) {
-      if (j != i) spec.cluster_peers.push_back(ips[j]);
-    }
-    spec.extra_yaml = JobCacheYaml(*pg_, "cluster_jobs");
-    masters_.push_back(std::make_unique<MasterUnderTest>(tmp_.path(), spec));
-  }
-  for (auto& m : masters_) m->StartAsync();
-  for (auto& m : masters_) m->WaitReady();
+  const std::vector<std::string> ips = StartCluster(3, "cluster_jobs");
   AddMinion("alpha", ips[0]);
   AddMinion("beta", ips[1]);
   AddMinion("gamma", ips[2]);
@@ -126,22 +134,7 @@ TEST_F(PostgresTest, ThreeMastersOnOneDatabaseEachAnswerLookupJidCompletely) {
 // database is back completes.
 TEST_F(PostgresTest, MastersSharingAPostgresOutageStayInServiceAndSaySo) {
   StartPostgres();
-  std::vector<std::string> ips;
-  for (int i = 0; i < 2; ++i) ips.push_back(UniqueLoopbackIp());
-  for (int i = 0; i < 2; ++i) {
-    MasterSpec spec;
-    spec.id = ips[i];
-    spec.ip = ips[i];
-    spec.auto_accept = true;
-    spec.health_port = 4510;
-    spec.cluster_id = "c1";
-    spec.shared_dir = tmp_.path() / "shared";
-    spec.cluster_peers.push_back(ips[1 - i]);
-    spec.extra_yaml = JobCacheYaml(*pg_, "outage");
-    masters_.push_back(std::make_unique<MasterUnderTest>(tmp_.path(), spec));
-  }
-  for (auto& m : masters_) m->StartAsync();
-  for (auto& m : masters_) m->WaitReady();
+  const std::vector<std::string> ips = StartCluster(2, "outage", /*health_port=*/4510);
   AddMinion("alpha", ips[0]);
   AddMinion("beta", ips[1]);
   WaitUntilAllAnswer(*masters_[0]);
