@@ -1,5 +1,7 @@
 #include "halite/common/logging.h"
 
+#include <utility>
+
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 
@@ -35,6 +37,22 @@ Status SetUpLogging(const LogOptions& options) {
   logger->flush_on(spdlog::level::warn);
   spdlog::set_default_logger(logger);
   return OkStatus();
+}
+
+std::optional<std::uint64_t> LogLimiter::Pass(std::chrono::steady_clock::time_point now) {
+  std::lock_guard lock(mu_);
+  if (logged_once_ && now - last_ < period_) {
+    ++suppressed_;
+    return std::nullopt;
+  }
+  logged_once_ = true;
+  last_ = now;
+  return std::exchange(suppressed_, 0);
+}
+
+std::string SuppressedSuffix(std::uint64_t suppressed) {
+  if (suppressed == 0) return "";
+  return " (" + std::to_string(suppressed) + " more like it since the last)";
 }
 
 }  // namespace halite

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "halite/cluster/shared_state.h"
+#include "halite/common/logging.h"
 #include "halite/jobs/jid.h"
 #include "halite/master/publish_job.h"
 #include "halite/master/publish_replay.h"
@@ -169,7 +170,12 @@ void MasterDaemon::Impl::ScanJobCacheForJobs() {
     const std::string settled = jobs::GenerateJid(now - kStorageScanSettle);
     auto jids = job_cache->JidsSince(jobs::GenerateJid(now - kStorageScanWindow), kStorageScanMax);
     if (!jids.ok()) {
-      spdlog::warn("job cache scan for unforwarded jobs: {}", jids.error().message);
+      // Every scan fails while the job cache is down: once a minute is enough to say so.
+      static LogLimiter limiter(std::chrono::minutes(1));
+      if (auto held_back = limiter.Pass()) {
+        spdlog::warn("job cache scan for unforwarded jobs: {}{}", jids.error().message,
+                     SuppressedSuffix(*held_back));
+      }
     } else {
       // A restarted master publishes the last minute's jobs too: a peer that forwarded a job
       // to its earlier self (acknowledged, then it died) does not send it again, and the

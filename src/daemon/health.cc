@@ -13,19 +13,24 @@ namespace halite::daemon {
 
 namespace {
 
-// Writes, syncs, reads back and removes a probe file: the directory really works.
-std::optional<std::string> ProbeDirectory(const std::filesystem::path& dir,
-                                          const std::string& self_id) {
+// Writes, syncs, reads back and removes a probe file: the directory really works. A full
+// volume (ENOSPC, EDQUOT) comes back as ResourceExhausted.
+std::optional<Error> ProbeDirectory(const std::filesystem::path& dir, const std::string& self_id) {
   const auto probe = dir / (".health-" + self_id);
   const std::string content = std::to_string(NowMs());
   if (auto st = keys::WriteFileAtomic(probe, content, 0600); !st.ok()) {
-    return "cannot write " + dir.string() + ": " + st.error().message;
+    (void)keys::RemoveFile(probe);
+    return Error{st.error().code, "cannot write " + dir.string() + ": " + st.error().message};
   }
   auto back = keys::ReadFile(probe);
-  if (!back.ok() || *back != content) return "cannot read back a probe in " + dir.string();
+  if (!back.ok() || *back != content) {
+    return Error::Unavailable("cannot read back a probe in " + dir.string());
+  }
   (void)keys::RemoveFile(probe);
   return std::nullopt;
 }
+
+bool IsFull(const Error& e) { return e.code == ErrorCode::kResourceExhausted; }
 
 constexpr auto kHealthPeriod = std::chrono::seconds(1);
 constexpr auto kHealthStale = std::chrono::seconds(5);
@@ -47,8 +52,14 @@ void MasterDaemon::Impl::RunHealthChecks() {
   while (!health_stop) {
     lock.unlock();
     std::vector<std::string> problems;
-    if (auto p = ProbeDirectory(shared_pki, config.id)) problems.push_back(*p);
-    if (auto p = ProbeDirectory(config.cachedir, config.id)) problems.push_back(*p);
+    // A full volume is not a lost one: reads work, and in a cluster every master shares it
+    // (the shared folder), so moving minions would help nothing. It is reported as degraded,
+    // and what cannot be written fails on its own (an unstored return goes unanswered, so
+    // the minion sends it again; a publish is refused with the error).
+    std::vector<std::string> full;
+    for (const auto& dir : {shared_pki, std::filesystem::path(config.cachedir)}) {
+      if (auto p = ProbeDirectory(dir, config.id)) (IsFull(*p) ? full : problems).push_back(p->message);
+    }
     const bool lost = !problems.empty();
     if (lost != storage_lost.exchange(lost)) {
       if (lost) {
@@ -61,8 +72,21 @@ void MasterDaemon::Impl::RunHealthChecks() {
       }
     }
     std::optional<std::string> job_cache_problem;
+    bool job_cache_full = false;
     if (auto st = job_cache->Check(); !st.ok()) {
       job_cache_problem = "job cache: " + st.error().message;
+      job_cache_full = IsFull(st.error());
+    }
+    const bool is_full = !full.empty() || job_cache_full;
+    if (is_full != storage_full.exchange(is_full)) {
+      if (is_full) {
+        spdlog::error(
+            "disk full ({}): returns that cannot be stored go unanswered (minions send them "
+            "again) and publishes are refused until there is room",
+            full.empty() ? *job_cache_problem : full.front());
+      } else {
+        spdlog::warn("disk has room again");
+      }
     }
     std::optional<cluster::QuorumDecision> quorum_now;
     if (peers) {
@@ -70,7 +94,11 @@ void MasterDaemon::Impl::RunHealthChecks() {
       if (!quorum_now->serving) problems.push_back(cluster::QuorumProblem(*quorum_now));
     }
     std::vector<std::string> degraded;
-    if (job_cache_problem) {
+    // A lone master has nowhere to send its minions: a full disk is a problem there.
+    for (auto& f : full) (peers ? degraded : problems).push_back("disk full: " + std::move(f));
+    if (job_cache_problem && job_cache_full && peers) {
+      degraded.push_back(*job_cache_problem);
+    } else if (job_cache_problem) {
       (JobCacheProblemOnlyDegrades(*job_cache_problem, quorum_now) ? degraded : problems)
           .push_back(*job_cache_problem);
     } else {
@@ -240,6 +268,9 @@ std::string MasterDaemon::Impl::Metrics() {
   help("halite_storage_shed_total", "counter",
        "Minion requests left unanswered while the shared folder or cachedir was lost.");
   line("halite_storage_shed_total", id, counters.storage_shed.load());
+  help("halite_storage_full", "gauge",
+       "1 while the shared folder, cachedir or job cache is full (ENOSPC, EDQUOT).");
+  line("halite_storage_full", id, storage_full.load() ? 1.0 : 0.0);
   help("halite_config_reloads_total", "counter", "SIGHUP reloads by result.");
   line("halite_config_reloads_total", id + ",result=\"applied\"", counters_reloaded.load());
   line("halite_config_reloads_total", id + ",result=\"failed\"", counters_reload_failed.load());

@@ -138,6 +138,8 @@ struct MasterDaemon::Impl {
   std::chrono::steady_clock::time_point health_checked_at;  // guarded by health_mu
   // The shared folder or cachedir failed the last probe (MasterContext::storage_lost).
   std::atomic<bool> storage_lost{false};
+  // The shared folder, cachedir or job cache is full (ENOSPC, EDQUOT): degraded, not lost.
+  std::atomic<bool> storage_full{false};
   // Which side of a cut between masters serves (quorum.h); cluster mode, health thread only.
   std::optional<cluster::QuorumTracker> quorum;
   std::uint64_t quorum_seq = 0;

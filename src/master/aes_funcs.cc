@@ -2,6 +2,7 @@
 #include <fnmatch.h>
 #include <spdlog/spdlog.h>
 
+#include "halite/common/logging.h"
 #include "halite/jobs/jid.h"
 #include "halite/keys/key_store.h"
 #include "halite/master/file_recv.h"
@@ -187,10 +188,15 @@ void HandleReturn(MasterContext& ctx, AesRequest req) {
           // and sends again on a new connection, which HAProxy gives to a healthy master
           // once this one's /health fails (it cannot store).
           c->counters->returns_failed++;
-          spdlog::error(
-              "cannot store return for {}: {}; not answered, so the minion sends it "
-              "again",
-              tag, outcome.error().ToString());
+          // Once a second at most: an outage fails every return of every minion, again at
+          // each retry (halite_returns_total{outcome="failed"} counts them all).
+          static LogLimiter limiter(std::chrono::seconds(1));
+          if (auto held_back = limiter.Pass()) {
+            spdlog::error(
+                "cannot store return for {}: {}; not answered, so the minion sends it "
+                "again{}",
+                tag, outcome.error().ToString(), SuppressedSuffix(*held_back));
+          }
           reply(ReplyKind::kNone, wire::Value());
           return;
         }

@@ -4,6 +4,8 @@ minions with --ledger; and the helpers that drive it (health, the CLI, /metrics)
 Loopback only: a 127.A.B.0/24 locked as tests/support/loopback.cc locks one.
 """
 
+import ctypes
+import errno
 import fcntl
 import json
 import os
@@ -73,6 +75,7 @@ class Cluster:
         self.busy = {}  # master -> CLI runs in progress there
         self.net = None  # netns.Partitionable when the masters run in namespaces of their own
         self.pg_ip = self.pg_bin = self.pg_dir = None  # --job-cache postgres: start_postgres
+        self.disk_mounted = False  # --faults disk: the shared folder is a tmpfs of its own
 
     def bin(self, name):
         return os.path.join(self.args.bin, name)
@@ -97,6 +100,43 @@ class Cluster:
 
     def restore_shared(self, ip):
         self.point_shared(ip, os.path.join(self.work, "shared"))
+
+    def mount_shared_disk(self, size):
+        """Puts the shared folder on a tmpfs of `size` (e.g. "256m") in a mount namespace of
+        the tool's own (call before any thread starts: unshare refuses a threaded process), so
+        the masters, which inherit it, see a volume that can fill up, and nothing outlives
+        the tool."""
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.unshare(0x00020000) != 0:  # CLONE_NEWNS
+            err = ctypes.get_errno()
+            raise RuntimeError(f"unshare(CLONE_NEWNS): {os.strerror(err)} (--faults disk needs root)")
+        subprocess.run(["mount", "--make-rprivate", "/"], check=True)
+        shared = os.path.join(self.work, "shared")
+        os.makedirs(shared, exist_ok=True)
+        subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=0755", "chaos-shared",
+                        shared], check=True)
+        self.disk_mounted = True
+
+    def fill_shared_disk(self):
+        """Fills the shared folder's volume to the last byte (a filler file written until
+        ENOSPC); called again while the fault holds, since what the masters free (a removed
+        probe or temporary file) they could otherwise write again."""
+        path = os.path.join(self.work, "shared", ".chaos-filler")
+        with open(path, "ab", buffering=0) as f:
+            for chunk in (1 << 20, 4096, 1):
+                block = b"\0" * chunk
+                try:
+                    while True:
+                        f.write(block)
+                except OSError as e:
+                    if e.errno != errno.ENOSPC:
+                        raise
+
+    def free_shared_disk(self):
+        try:
+            os.unlink(os.path.join(self.work, "shared", ".chaos-filler"))
+        except FileNotFoundError:
+            pass
 
     def start_postgres(self):
         """A PostgreSQL server for the job cache on subnet .5, its data under the work dir

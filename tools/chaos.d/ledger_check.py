@@ -101,9 +101,9 @@ def check(led, jobs, faults, stored, ids, timeout, margin, stopped_at, require_a
     for j in sorted(jobs, key=lambda j: j["k"]):
         row = dict(k=j["k"], fun=j["fun"], master=j["master"], jid=j["jid"], rc=j["rc"])
         rows.append(row)
-        if not j["jid"] and any(f["kind"] == "postgres" and f["at"] - 1 <= j["start"] <=
+        if not j["jid"] and any(f["kind"] in ("postgres", "disk") and f["at"] - 1 <= j["start"] <=
                                 f.get("restarted", f["at"]) + 1 for f in faults):
-            # Published while the job cache was down: refused with the master's error, so
+            # Published while the job cache was down (or its disk full): refused with the master's error, so
             # nothing ran and nothing was lost (the caller was told).
             refused += 1
             row.update(refused=True)
