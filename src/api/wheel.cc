@@ -2,9 +2,9 @@
 
 #include <filesystem>
 
-#include "halite/keys/fs_key_store.h"
 #include "halite/keys/key_admin.h"
 #include "halite/master/minion_data.h"
+#include "halite/stores/stores.h"
 #include "halite/wire/glob.h"
 
 namespace halite::api {
@@ -48,10 +48,7 @@ class KeyWheel {
   explicit KeyWheel(const WheelEnv& env) : env_(env) {}
 
   Status Open() {
-    const auto& c = *env_.config;
-    std::filesystem::path pki =
-        c.cluster_id.empty() || c.cluster_pki_dir.empty() ? c.pki_dir : c.cluster_pki_dir;
-    HALITE_ASSIGN_OR_RETURN(store_, keys::FsKeyStore::Open(pki));
+    HALITE_ASSIGN_OR_RETURN(store_, stores::OpenMinionKeys(*env_.config));
     return OkStatus();
   }
 

@@ -16,9 +16,9 @@
 #include "cli_common.h"
 #include "halite/client/local_client.h"
 #include "halite/client/output.h"
-#include "halite/keys/fs_key_store.h"
 #include "halite/keys/key_admin.h"
 #include "halite/keys/master_keys.h"
+#include "halite/stores/stores.h"
 #include "halite/version.h"
 #include "halite/wire/glob.h"
 
@@ -295,10 +295,9 @@ int main(int argc, char** argv) {
   auto cfg = halite::apps::LoadConfigOrComplain("halite-key", config_path);
   if (!cfg) return 78;
   if (rotate_aes) cfg->rotate_aes_key = *rotate_aes;
-  std::filesystem::path pki =
-      cfg->cluster_id.empty() || cfg->cluster_pki_dir.empty() ? cfg->pki_dir : cfg->cluster_pki_dir;
+  const std::filesystem::path pki = halite::stores::SharedPkiDir(*cfg);
   if (!ActAsOwnerOf(pki)) return 1;
-  auto store = halite::keys::FsKeyStore::Open(pki);
+  auto store = halite::stores::OpenMinionKeys(*cfg);
   if (!store.ok()) {
     std::cerr << "halite-key: " << store.error().message << "\n";
     return 1;

@@ -142,6 +142,46 @@ class GatewayClient final : public EtcdClient {
     HALITE_ASSIGN_OR_RETURN(json reply,
                             Call("/v3/kv/range", json{{"key", wire::Base64Encode(prefix)},
                                                       {"range_end", wire::Base64Encode(end)}}));
+    return KeyValues(reply);
+  }
+
+  Result<EtcdKeyValue> Get(const std::string& key) override {
+    HALITE_ASSIGN_OR_RETURN(json reply,
+                            Call("/v3/kv/range", json{{"key", wire::Base64Encode(key)}}));
+    HALITE_ASSIGN_OR_RETURN(std::vector<EtcdKeyValue> kvs, KeyValues(reply));
+    if (kvs.empty()) return Error::NotFound("etcd: no key " + key);
+    return std::move(kvs.front());
+  }
+
+  Result<bool> PutIfRevision(const std::string& key, const std::string& value,
+                             std::int64_t expected) override {
+    const json put{
+        {"request_put", {{"key", wire::Base64Encode(key)}, {"value", wire::Base64Encode(value)}}}};
+    return Txn(key, expected, put);
+  }
+
+  Result<bool> DeleteIfRevision(const std::string& key, std::int64_t expected) override {
+    if (expected <= 0) return Error::InvalidArgument("etcd delete: no revision to compare");
+    const json del{{"request_delete_range", {{"key", wire::Base64Encode(key)}}}};
+    return Txn(key, expected, del);
+  }
+
+ private:
+  // If `key`'s mod_revision equals `expected` then `op`; whether it did. (A key that does not
+  // exist has mod_revision 0 in etcd's comparisons.)
+  Result<bool> Txn(const std::string& key, std::int64_t expected, const json& op) {
+    const json compare{{"key", wire::Base64Encode(key)},
+                       {"target", "MOD"},
+                       {"result", "EQUAL"},
+                       {"mod_revision", std::to_string(expected)}};
+    HALITE_ASSIGN_OR_RETURN(json reply, Call("/v3/kv/txn", json{{"compare", json::array({compare})},
+                                                                {"success", json::array({op})}}));
+    // The gateway leaves `succeeded` out when it is false.
+    return reply.contains("succeeded") && reply["succeeded"].is_boolean() &&
+           reply["succeeded"].get<bool>();
+  }
+
+  static Result<std::vector<EtcdKeyValue>> KeyValues(const json& reply) {
     std::vector<EtcdKeyValue> out;
     if (!reply.contains("kvs")) return out;  // none: the gateway leaves the field out
     if (!reply["kvs"].is_array()) return Error::Internal("etcd range: kvs is not a list");
@@ -161,7 +201,6 @@ class GatewayClient final : public EtcdClient {
     return out;
   }
 
- private:
   // POSTs `body` to `path` on the endpoints in turn until one answers.
   Result<json> Call(const std::string& path, const json& body) {
     std::string failures;

@@ -147,7 +147,7 @@ Result<std::unique_ptr<MasterDaemon>> MasterDaemon::Create(config::MasterConfig 
   HALITE_ASSIGN_OR_RETURN(impl->key_sync,
                           keys::GroupSync::Open({impl->shared_pki, "key-sync", nullptr}));
   HALITE_ASSIGN_OR_RETURN(impl->key_store,
-                          keys::FsKeyStore::Open(impl->shared_pki, impl->key_sync.get()));
+                          stores::OpenMinionKeys(impl->config, impl->key_sync.get()));
   impl->minion_keys = std::make_unique<master::MinionKeys>(*impl->key_store);
   // Masters of a cluster share session keys through files in the shared cachedir; a single
   // master is the only reader, so memory is enough (and saves an inode per minion); it only

@@ -33,6 +33,7 @@
 #include "halite/master/request_server.h"
 #include "halite/master/targeting.h"
 #include "halite/render/renderer.h"
+#include "halite/stores/stores.h"
 #include "halite/transport/worker_pool.h"
 #include "halite/transport/zmq_loop.h"
 
@@ -128,8 +129,8 @@ struct MasterDaemon::Impl {
   std::thread health_checker;
   std::mutex health_mu;
   std::condition_variable health_cv;
-  bool health_stop = false;                                 // guarded by health_mu
-  std::vector<std::string> health_problems;                 // guarded by health_mu
+  bool health_stop = false;                  // guarded by health_mu
+  std::vector<std::string> health_problems;  // guarded by health_mu
   // Shown on /health, not failing it: a job cache down on every master (health.cc).
   std::vector<std::string> health_degraded;  // guarded by health_mu
   // The health thread's own: since when the job cache fails, whether every master's does.

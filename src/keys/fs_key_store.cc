@@ -147,6 +147,14 @@ Result<bool> FsKeyStore::ConsumeAutosignStub(std::string_view id, std::chrono::m
   return std::move(removed).error();
 }
 
+Status FsKeyStore::Available() {
+  std::error_code ec;
+  const auto dir = root_ / KeyStateDir(KeyState::kAccepted);
+  if (std::filesystem::is_directory(dir, ec)) return OkStatus();
+  return Error::Unavailable("the key directory " + dir.string() + " cannot be read" +
+                            (ec ? ": " + ec.message() : " (gone)"));
+}
+
 Result<bool> FsKeyStore::IsDirectory(KeyState state, std::string_view id) {
   HALITE_ASSIGN_OR_RETURN(fs::path path, KeyPath(state, id));
   struct stat st {};

@@ -166,10 +166,7 @@ void HandleRequest(MasterContext& ctx, std::string body, std::function<void(std:
     };
     auto accepted = ctx.minion_keys->Lookup(*id);
     if (!accepted.ok()) {
-      std::error_code ec;
-      if (ctx.key_store &&
-          !std::filesystem::is_directory(
-              ctx.key_store->root() / keys::KeyStateDir(keys::KeyState::kAccepted), ec)) {
+      if (ctx.key_store && !ctx.key_store->Available().ok()) {
         return unreadable("accepted key", accepted.error());
       }
       return bad("v3 request from '" + *id + "' which is not accepted");

@@ -5,10 +5,10 @@
 // grains and pillar, nodegroups).
 #include <system_error>
 
-#include "halite/keys/fs_key_store.h"
 #include "halite/master/context.h"
 #include "halite/master/minion_data.h"
 #include "halite/master/targeting.h"
+#include "halite/stores/stores.h"
 #include "internal.h"
 
 namespace halite::runners {
@@ -19,7 +19,7 @@ using wire::Value;
 
 // The accepted minions `tgt` matches, with the data cache they were matched against.
 struct Targeted {
-  std::unique_ptr<keys::FsKeyStore> keys;
+  std::unique_ptr<keys::KeyStore> keys;
   std::unique_ptr<master::MinionData> data;
   std::vector<std::string> minions;
 };
@@ -27,10 +27,7 @@ struct Targeted {
 Result<Targeted> Resolve(RunnerEnv& env, const BoundArgs& a) {
   const config::MasterConfig& cfg = *env.config;
   Targeted t;
-  HALITE_ASSIGN_OR_RETURN(
-      t.keys, keys::FsKeyStore::Open(cfg.cluster_id.empty() || cfg.cluster_pki_dir.empty()
-                                         ? cfg.pki_dir
-                                         : cfg.cluster_pki_dir));
+  HALITE_ASSIGN_OR_RETURN(t.keys, stores::OpenMinionKeys(cfg));
   t.data = std::make_unique<master::MinionData>(cfg.cachedir);
   master::MasterContext ctx;
   ctx.config.Set(std::make_shared<const config::MasterConfig>(cfg));

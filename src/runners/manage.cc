@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <charconv>
 
-#include "halite/keys/fs_key_store.h"
+#include "halite/stores/stores.h"
 #include "internal.h"
 
 namespace halite::runners {
@@ -69,8 +69,7 @@ Result<RunnerResult> ListState(RunnerEnv& env, const BoundArgs& a) {
 Result<RunnerResult> ListNotState(RunnerEnv& env, const BoundArgs& a) {
   HALITE_ASSIGN_OR_RETURN(Value present, Present(env));
   const config::MasterConfig& cfg = *env.config;
-  auto store = keys::FsKeyStore::Open(
-      cfg.cluster_id.empty() || cfg.cluster_pki_dir.empty() ? cfg.pki_dir : cfg.cluster_pki_dir);
+  auto store = stores::OpenMinionKeys(cfg);
   if (!store.ok()) return store.error();
   HALITE_ASSIGN_OR_RETURN(auto accepted, (*store)->List(keys::KeyState::kAccepted));
   std::sort(accepted.begin(), accepted.end());

@@ -163,5 +163,49 @@ TEST_F(EtcdMembershipTest, EtcdDownIsAnErrorNotAHangAndMastersKeepServing) {
   EXPECT_EQ(Status(m1)["members"], nlohmann::json({"m1", "m2"}));
 }
 
+// The minion keys live in etcd (cluster::EtcdKeyStore), not in the shared folder: a minion
+// that signs in on one master is pending for halite-key run against another master's config,
+// accepted there, and then answers jobs from both; no key file is written anywhere.
+TEST_F(EtcdMembershipTest, MinionKeysLiveInEtcdAndHaliteKeyManagesThemFromAnyMaster) {
+  auto add = [&](const std::string& name) -> MasterUnderTest& {
+    MasterSpec spec;
+    spec.id = name;
+    spec.ip = UniqueLoopbackIp();
+    spec.cluster_id = "c1";
+    spec.shared_dir = tmp_.path() / "shared";
+    spec.extra_yaml = "cluster_backend: etcd\netcd_endpoints: [" + etcd_->endpoint() + "]\n";
+    masters_.push_back(std::make_unique<MasterUnderTest>(tmp_.path(), spec));
+    masters_.back()->Start();
+    return *masters_.back();
+  };
+  MasterUnderTest& m1 = add("m1");
+  MasterUnderTest& m2 = add("m2");
+  std::string last;
+  ASSERT_TRUE(LinksBecome(m1, {{"m2", true}}, 30s, &last)) << last;
+  AddMinion("alpha", m2);
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto listed = m1.Cli("halite-key", {"-l", "un"});
+        last = listed.out + listed.err;
+        return listed.exit_code == 0 && listed.out == "Unaccepted Keys:\nalpha\n";
+      },
+      30s, 200ms))
+      << last;
+  auto accepted = m1.Cli("halite-key", {"-a", "alpha", "-y"});
+  ASSERT_EQ(accepted.exit_code, 0) << accepted.out << accepted.err;
+  auto listed = m2.Cli("halite-key", {"-l", "acc"});
+  EXPECT_EQ(listed.out, "Accepted Keys:\nalpha\n") << listed.err;
+  ASSERT_TRUE(EveryMinionAnswers(m1, "*", {"test.ping"}, 1, &last, 60s)) << last;
+  ASSERT_TRUE(EveryMinionAnswers(m2, "*", {"test.ping"}, 1, &last, 60s)) << last;
+  // Nothing of alpha's under the shared pki dir: the keys are etcd's.
+  for (const char* dir : {"minions", "minions_pre", "minions_rejected", "minions_denied"}) {
+    EXPECT_FALSE(std::filesystem::exists(tmp_.path() / "shared" / "pki" / dir / "alpha")) << dir;
+  }
+  // Deleted on m2, refused on m1 as well.
+  auto deleted = m2.Cli("halite-key", {"-d", "alpha", "-y"});
+  ASSERT_EQ(deleted.exit_code, 0) << deleted.out << deleted.err;
+  EXPECT_EQ(m1.Cli("halite-key", {"-L"}).out.find("alpha"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace halite::testing

@@ -1,4 +1,5 @@
-// A small etcd v3 client: the calls halite's membership needs, through etcd's JSON gateway
+// A small etcd v3 client: the calls halite's membership and shared state need, through etcd's JSON
+// gateway
 // (`POST /v3/...` with base64 keys and values) over Boost.Beast. The gateway and not gRPC:
 // the build has no grpc++ code generation and the gateway needs no Debian package beyond
 // Boost, which halite already uses.
@@ -45,6 +46,15 @@ class EtcdClient {
   virtual Status Put(const std::string& key, const std::string& value, std::int64_t lease) = 0;
   // Every key that starts with `prefix`, in key order.
   virtual Result<std::vector<EtcdKeyValue>> RangePrefix(const std::string& prefix) = 0;
+  // One key; NotFound when there is none.
+  virtual Result<EtcdKeyValue> Get(const std::string& key) = 0;
+  // Writes `value` only if the key's mod_revision is still `expected` (0: only if the key does
+  // not exist), in one etcd transaction. False when it was not (someone else wrote first).
+  virtual Result<bool> PutIfRevision(const std::string& key, const std::string& value,
+                                     std::int64_t expected) = 0;
+  // Deletes the key only if its mod_revision is still `expected` (> 0). False when it was
+  // not, or the key is gone: someone else changed or removed it first.
+  virtual Result<bool> DeleteIfRevision(const std::string& key, std::int64_t expected) = 0;
 };
 
 // An endpoint that halite can use: "http://<IPv4 or [IPv6] literal>:<port>", or why not.

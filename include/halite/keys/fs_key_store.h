@@ -43,6 +43,7 @@ class FsKeyStore final : public KeyStore {
   Result<bool> ConsumeAutosignStub(std::string_view id, std::chrono::minutes timeout) override;
   Result<bool> IsDirectory(KeyState state, std::string_view id) override;
   Result<FileStamp> Stamp(KeyState state, std::string_view id) override;
+  Status Available() override;  // Unavailable when the accepted keys' directory is gone
   const std::filesystem::path& root() const override { return root_; }
 
  private:

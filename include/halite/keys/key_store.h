@@ -73,7 +73,12 @@ class KeyStore {
   virtual Result<bool> IsDirectory(KeyState state, std::string_view id) = 0;
   // One stat() of the key file; NotFound like Read. For revalidating cached parsed keys.
   virtual Result<FileStamp> Stamp(KeyState state, std::string_view id) = 0;
-  // The pki root (pki_dir, or cluster_pki_dir in cluster mode).
+  // OkStatus when the store can be read at all; Unavailable when it cannot (the key
+  // directory is gone: an unmounted shared folder), so that "no key" can be told from "no way
+  // to know" without a path.
+  virtual Status Available() = 0;
+  // The pki root (pki_dir, or cluster_pki_dir in cluster mode); for a store that is not a
+  // directory, a name for messages.
   virtual const std::filesystem::path& root() const = 0;
 };
 

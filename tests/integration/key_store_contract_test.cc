@@ -1,0 +1,276 @@
+// The KeyStore contract (keys/key_store.h), run against every backend: the files of a pki
+// dir (FsKeyStore) and a real etcd (cluster::EtcdKeyStore, issue 17). What only one backend
+// does (file modes, directories in a key's place) stays in its own tests
+// (tests/keys/fs_key_store_test.cc); what both must do is here, so a backend cannot drift.
+#include <gtest/gtest.h>
+
+#include <ctime>
+#include <future>
+
+#include "etcd_server.h"
+#include "halite/cluster/etcd_key_store.h"
+#include "halite/keys/fs.h"
+#include "halite/keys/fs_key_store.h"
+#include "harness.h"
+
+namespace halite::testing {
+namespace {
+
+using namespace std::chrono_literals;
+using keys::KeyState;
+using keys::KeyStore;
+using std::chrono::minutes;
+
+constexpr std::string_view kPem = "-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----";
+constexpr std::string_view kOtherPem = "-----BEGIN PUBLIC KEY-----\nBBBB\n-----END PUBLIC KEY-----";
+
+// One backend: makes stores that share one set of keys (two masters on one cluster), and
+// autosign stubs of a given age the way an operator would.
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::unique_ptr<KeyStore> Open() = 0;
+  virtual void MakeStub(const std::string& id, minutes age) = 0;
+  virtual bool StubExists(const std::string& id) = 0;
+};
+
+class FilesBackend final : public Backend {
+ public:
+  std::unique_ptr<KeyStore> Open() override {
+    auto store = keys::FsKeyStore::Open(tmp_.path() / "pki");
+    EXPECT_TRUE(store.ok()) << store.error().ToString();
+    return store.ok() ? std::move(store).value() : nullptr;
+  }
+  void MakeStub(const std::string& id, minutes age) override {
+    const auto path = tmp_.path() / "pki" / "minions_autosign" / id;
+    ASSERT_TRUE(keys::WriteFileAtomic(path, "", 0600).ok());
+    std::error_code ec;
+    std::filesystem::last_write_time(path, std::filesystem::file_time_type::clock::now() - age, ec);
+    ASSERT_FALSE(ec) << ec.message();
+  }
+  bool StubExists(const std::string& id) override {
+    return std::filesystem::exists(tmp_.path() / "pki" / "minions_autosign" / id);
+  }
+
+ private:
+  TempDir tmp_;
+};
+
+// One etcd for the whole suite; each test gets a prefix of its own.
+EtcdServer* SharedEtcd() {
+  static std::unique_ptr<EtcdServer> etcd = EtcdServer::Start(UniqueLoopbackIp());
+  return etcd.get();
+}
+
+class EtcdBackend final : public Backend {
+ public:
+  EtcdBackend() {
+    static int n = 0;
+    prefix_ = "/contract" + std::to_string(++n) + "-" + std::to_string(::getpid()) + "/keys/";
+  }
+  std::unique_ptr<KeyStore> Open() override {
+    if (SharedEtcd() == nullptr) return nullptr;
+    auto client = cluster::MakeEtcdClient({{SharedEtcd()->endpoint()}});
+    EXPECT_TRUE(client.ok());
+    if (!client.ok()) return nullptr;
+    // A long refresh period: what a store sees of another's writes must not depend on it.
+    auto store = cluster::EtcdKeyStore::Open(std::move(client).value(), {prefix_, 60s});
+    EXPECT_TRUE(store.ok()) << store.error().ToString();
+    return store.ok() ? std::move(store).value() : nullptr;
+  }
+  void MakeStub(const std::string& id, minutes age) override {
+    auto client = cluster::MakeEtcdClient({{SharedEtcd()->endpoint()}});
+    ASSERT_TRUE(client.ok());
+    const auto made = std::time(nullptr) - std::chrono::seconds(age).count();
+    ASSERT_TRUE((*client)->Put(prefix_ + "minions_autosign/" + id, std::to_string(made), 0).ok());
+  }
+  bool StubExists(const std::string& id) override {
+    auto client = cluster::MakeEtcdClient({{SharedEtcd()->endpoint()}});
+    return client.ok() && (*client)->Get(prefix_ + "minions_autosign/" + id).ok();
+  }
+
+ private:
+  std::string prefix_;
+};
+
+class KeyStoreContractTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    if (GetParam() == "files") {
+      backend_ = std::make_unique<FilesBackend>();
+    } else {
+      ASSERT_NE(SharedEtcd(), nullptr) << "etcd did not start";
+      backend_ = std::make_unique<EtcdBackend>();
+    }
+    store_ = backend_->Open();
+    ASSERT_NE(store_, nullptr);
+  }
+
+  std::unique_ptr<Backend> backend_;
+  std::unique_ptr<KeyStore> store_;
+};
+
+TEST_P(KeyStoreContractTest, AMissingKeyIsNotFoundEverywhere) {
+  EXPECT_EQ(store_->Read(KeyState::kAccepted, "web1").error().code, ErrorCode::kNotFound);
+  EXPECT_EQ(store_->Remove(KeyState::kAccepted, "web1").error().code, ErrorCode::kNotFound);
+  EXPECT_EQ(store_->Stamp(KeyState::kAccepted, "web1").error().code, ErrorCode::kNotFound);
+  EXPECT_FALSE(store_->IsDirectory(KeyState::kPending, "web1").value());
+  EXPECT_TRUE(store_->Available().ok());
+}
+
+TEST_P(KeyStoreContractTest, KeysAreStoredVerbatimPerStateAndReplaced) {
+  ASSERT_TRUE(store_->Write(KeyState::kPending, "web1", kPem).ok());
+  EXPECT_EQ(store_->Read(KeyState::kPending, "web1").value(), kPem);  // no newline added
+  EXPECT_EQ(store_->Read(KeyState::kAccepted, "web1").error().code, ErrorCode::kNotFound);
+  ASSERT_TRUE(store_->Write(KeyState::kPending, "web1", kOtherPem).ok());
+  EXPECT_EQ(store_->Read(KeyState::kPending, "web1").value(), kOtherPem);
+  ASSERT_TRUE(store_->Write(KeyState::kAccepted, "web1", kPem).ok());
+  ASSERT_TRUE(store_->Remove(KeyState::kPending, "web1").ok());
+  EXPECT_EQ(store_->Read(KeyState::kPending, "web1").error().code, ErrorCode::kNotFound);
+  EXPECT_EQ(store_->Read(KeyState::kAccepted, "web1").value(), kPem);
+  // Durable once AfterDurable says so (at once for both backends without a group sync).
+  std::promise<Status> durable;
+  store_->AfterDurable([&](Status st) { durable.set_value(std::move(st)); });
+  auto f = durable.get_future();
+  ASSERT_EQ(f.wait_for(5s), std::future_status::ready);
+  EXPECT_TRUE(f.get().ok());
+}
+
+TEST_P(KeyStoreContractTest, ListIsSortedAndPerState) {
+  for (const char* id : {"zeta", "alpha", "mid", "Alpha", "web-1.example.com"}) {
+    ASSERT_TRUE(store_->Write(KeyState::kAccepted, id, kPem).ok());
+  }
+  ASSERT_TRUE(store_->Write(KeyState::kRejected, "bad", kPem).ok());
+  EXPECT_EQ(store_->List(KeyState::kAccepted).value(),
+            (std::vector<std::string>{"Alpha", "alpha", "mid", "web-1.example.com", "zeta"}));
+  EXPECT_EQ(store_->List(KeyState::kRejected).value(), std::vector<std::string>{"bad"});
+  EXPECT_TRUE(store_->List(KeyState::kDenied).value().empty());
+}
+
+TEST_P(KeyStoreContractTest, InvalidIdsAreRefusedAndTouchNothing) {
+  for (std::string_view id :
+       {std::string_view(""), std::string_view("../x"), std::string_view("a/b"),
+        std::string_view(".."), std::string_view("."), std::string_view("a\nb")}) {
+    EXPECT_EQ(store_->Read(KeyState::kAccepted, id).error().code, ErrorCode::kInvalidArgument);
+    EXPECT_EQ(store_->Write(KeyState::kAccepted, id, kPem).error().code,
+              ErrorCode::kInvalidArgument);
+    EXPECT_EQ(store_->Remove(KeyState::kAccepted, id).error().code, ErrorCode::kInvalidArgument);
+    EXPECT_EQ(store_->Stamp(KeyState::kAccepted, id).error().code, ErrorCode::kInvalidArgument);
+    EXPECT_EQ(store_->IsDirectory(KeyState::kAccepted, id).error().code,
+              ErrorCode::kInvalidArgument);
+    EXPECT_EQ(store_->ConsumeAutosignStub(id, minutes(120)).error().code,
+              ErrorCode::kInvalidArgument);
+  }
+  EXPECT_TRUE(store_->List(KeyState::kAccepted).value().empty());
+}
+
+TEST_P(KeyStoreContractTest, TheLongestValidIdCanBeStored) {
+  const std::string id(255, 'a');
+  ASSERT_TRUE(store_->Write(KeyState::kAccepted, id, kPem).ok());
+  EXPECT_EQ(store_->Read(KeyState::kAccepted, id).value(), kPem);
+  EXPECT_EQ(store_->List(KeyState::kAccepted).value(), std::vector<std::string>{id});
+}
+
+// The parsed-key cache and the session keys hang on the stamp: a key written again, even with
+// the same text (removed and accepted again), is a new version.
+TEST_P(KeyStoreContractTest, TheStampChangesWhenTheKeyIsWrittenAgain) {
+  ASSERT_TRUE(store_->Write(KeyState::kAccepted, "web1", kPem).ok());
+  const keys::FileStamp first = store_->Stamp(KeyState::kAccepted, "web1").value();
+  EXPECT_EQ(first.size, kPem.size());
+  EXPECT_EQ(store_->Stamp(KeyState::kAccepted, "web1").value(), first);
+  ASSERT_TRUE(store_->Remove(KeyState::kAccepted, "web1").ok());
+  ASSERT_TRUE(store_->Write(KeyState::kAccepted, "web1", kPem).ok());
+  EXPECT_NE(store_->Stamp(KeyState::kAccepted, "web1").value(), first);
+}
+
+// Two masters on one store: what one writes the other reads at once (a minion accepted on
+// one master signs in on the other), and a removal reaches the other within its refresh.
+TEST_P(KeyStoreContractTest, AnotherMastersWritesAreSeenAndItsRemovalsSoon) {
+  auto other = backend_->Open();
+  ASSERT_NE(other, nullptr);
+  EXPECT_EQ(other->Read(KeyState::kAccepted, "web1").error().code, ErrorCode::kNotFound);
+  ASSERT_TRUE(store_->Write(KeyState::kAccepted, "web1", kPem).ok());
+  EXPECT_EQ(other->Read(KeyState::kAccepted, "web1").value(), kPem);
+  EXPECT_EQ(other->Stamp(KeyState::kAccepted, "web1").value(),
+            store_->Stamp(KeyState::kAccepted, "web1").value());
+  ASSERT_TRUE(store_->Remove(KeyState::kAccepted, "web1").ok());
+  EXPECT_EQ(other->List(KeyState::kAccepted).value(), std::vector<std::string>{});
+  // The other's Remove of what is already gone is NotFound, not an error of the store.
+  EXPECT_EQ(other->Remove(KeyState::kAccepted, "web1").error().code, ErrorCode::kNotFound);
+  EXPECT_EQ(other->Read(KeyState::kAccepted, "web1").error().code, ErrorCode::kNotFound);
+}
+
+TEST_P(KeyStoreContractTest, AnAutosignStubSignsOnceEvenWithTwoMastersRacing) {
+  backend_->MakeStub("web1", minutes(0));
+  auto other = backend_->Open();
+  ASSERT_NE(other, nullptr);
+  auto a = std::async(std::launch::async,
+                      [&] { return store_->ConsumeAutosignStub("web1", minutes(120)); });
+  auto b = std::async(std::launch::async,
+                      [&] { return other->ConsumeAutosignStub("web1", minutes(120)); });
+  Result<bool> ra = a.get(), rb = b.get();
+  ASSERT_TRUE(ra.ok() && rb.ok());
+  EXPECT_EQ(int(*ra) + int(*rb), 1) << "exactly one master may consume the stub";
+  EXPECT_FALSE(backend_->StubExists("web1"));
+  EXPECT_FALSE(store_->ConsumeAutosignStub("web1", minutes(120)).value());
+}
+
+TEST_P(KeyStoreContractTest, ExpiredStubsAreSweptAndDoNotSignUnlessTheTimeoutIsZero) {
+  backend_->MakeStub("web1", minutes(121));
+  backend_->MakeStub("other-old", minutes(500));
+  backend_->MakeStub("other-new", minutes(1));
+  EXPECT_FALSE(store_->ConsumeAutosignStub("web1", minutes(120)).value());
+  EXPECT_FALSE(backend_->StubExists("web1"));
+  EXPECT_FALSE(backend_->StubExists("other-old"));
+  EXPECT_TRUE(backend_->StubExists("other-new"));
+  backend_->MakeStub("web2", minutes(100000));
+  EXPECT_TRUE(store_->ConsumeAutosignStub("web2", minutes(0)).value());
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, KeyStoreContractTest, ::testing::Values("files", "etcd"),
+                         [](const auto& info) { return info.param; });
+
+// etcd only: without etcd, the keys already read keep serving (known minions sign in), and
+// what must reach etcd fails with Unavailable in bounded time; all resumes when it is back.
+TEST(EtcdKeyStoreTest, WithEtcdDownKnownKeysAreStillReadAndWritesFail) {
+  auto etcd = EtcdServer::Start(UniqueLoopbackIp());
+  ASSERT_NE(etcd, nullptr);
+  auto client = cluster::MakeEtcdClient({{etcd->endpoint()}, 500ms});
+  ASSERT_TRUE(client.ok());
+  auto opened = cluster::EtcdKeyStore::Open(std::move(client).value(), {"/down/keys/", 100ms});
+  ASSERT_TRUE(opened.ok()) << opened.error().ToString();
+  auto& store = **opened;
+  ASSERT_TRUE(store.Write(KeyState::kAccepted, "web1", kPem).ok());
+  etcd->Stop();
+  EXPECT_EQ(store.Read(KeyState::kAccepted, "web1").value(), kPem);
+  EXPECT_TRUE(store.Stamp(KeyState::kAccepted, "web1").ok());
+  EXPECT_TRUE(store.Available().ok());
+  const auto start = std::chrono::steady_clock::now();
+  Status written = store.Write(KeyState::kAccepted, "web2", kPem);
+  ASSERT_FALSE(written.ok());
+  EXPECT_EQ(written.error().code, ErrorCode::kUnavailable);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
+  // A key the copy does not hold cannot be judged: Unavailable, not "no such key".
+  EXPECT_EQ(store.Read(KeyState::kAccepted, "web3").error().code, ErrorCode::kUnavailable);
+  // Refreshes keep failing meanwhile; the copy is not emptied by them, and it lists.
+  EXPECT_FALSE(store.Refresh().ok());
+  EXPECT_EQ(store.Read(KeyState::kAccepted, "web1").value(), kPem);
+  EXPECT_EQ(store.List(KeyState::kAccepted).value(), std::vector<std::string>{"web1"});
+  ASSERT_TRUE(etcd->Restart());
+  EXPECT_TRUE(WaitFor([&] { return store.Write(KeyState::kAccepted, "web2", kPem).ok(); }, 10s));
+  EXPECT_EQ(store.List(KeyState::kAccepted).value(), (std::vector<std::string>{"web1", "web2"}));
+}
+
+// Opening without etcd is an error that says so (a master does not start blind).
+TEST(EtcdKeyStoreTest, OpeningWithoutEtcdSaysSo) {
+  auto client = cluster::MakeEtcdClient({{"http://" + UniqueLoopbackIp() + ":2379"}, 300ms});
+  ASSERT_TRUE(client.ok());
+  auto store = cluster::EtcdKeyStore::Open(std::move(client).value(), {});
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ(store.error().code, ErrorCode::kUnavailable);
+  EXPECT_NE(store.error().message.find("cannot read the minion keys from etcd"), std::string::npos)
+      << store.error().message;
+}
+
+}  // namespace
+}  // namespace halite::testing
