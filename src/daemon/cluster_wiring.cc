@@ -137,13 +137,13 @@ void MasterDaemon::Impl::OnPeerMessage(const std::string& peer, cluster::PeerMes
     (void)publisher->Publish(*load);  // the local PUB never refuses
   } else if (message.kind == "rotate") {
     workers->Post([this] {
-      auto key = cluster::ReadClusterAes(shared_pki);
+      auto key = cluster_aes->Read();
       if (!key.ok()) {
         spdlog::error("cluster AES rotation announced but unreadable: {}", key.error().ToString());
         return;
       }
-      if (*key != aes->Current()->key_string()) {
-        aes->Rotate(*wire::Crypticle::FromKeyString(*key));
+      if (key->key != aes->Current()->key_string()) {
+        aes->Rotate(*wire::Crypticle::FromKeyString(key->key));
         spdlog::warn("Rotating cluster AES key (announced by a peer)");
       }
     });

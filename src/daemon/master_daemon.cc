@@ -133,7 +133,8 @@ Result<std::unique_ptr<MasterDaemon>> MasterDaemon::Create(config::MasterConfig 
     HALITE_ASSIGN_OR_RETURN(std::string cluster_pub,
                             keys::ReadPublicKeyText(impl->shared_pki, "cluster"));
     HALITE_RETURN_IF_ERROR(cluster::PublishMasterKey(impl->shared_pki, cfg.id, master_pub));
-    HALITE_ASSIGN_OR_RETURN(aes_key_string, cluster::LoadOrCreateClusterAes(impl->shared_pki));
+    HALITE_ASSIGN_OR_RETURN(impl->cluster_aes, stores::OpenClusterAes(cfg));
+    HALITE_ASSIGN_OR_RETURN(aes_key_string, impl->cluster_aes->LoadOrCreate());
     HALITE_ASSIGN_OR_RETURN(curve,
                             cluster::LoadOrCreateCurveKeys(pki_dir, impl->shared_pki, cfg.id));
     impl->signing_key = cluster_key;
@@ -352,16 +353,15 @@ void MasterDaemon::RunUntilStopped() {
           return;
         }
         // Cluster: one master rotates the shared key (drop file naming it, or the key's age
-        // past publish_session) and announces it; every master also re-reads the file in
+        // past publish_session) and announces it; every master also re-reads the key in
         // case an announcement was missed.
+        auto shared = impl.cluster_aes->Read();
         std::optional<std::string> rotated;
         if (forced) {
-          auto r = cluster::RotateClusterAes(impl.shared_pki, impl.config.id);
+          auto r = impl.cluster_aes->Rotate(impl.config.id, std::nullopt);
           if (r.ok()) rotated = *r;
-        } else if (auto age = cluster::ClusterAesAge(impl.shared_pki);
-                   age.ok() && *age >= impl.config.publish_session) {
-          auto r = cluster::RotateClusterAes(impl.shared_pki, impl.config.id,
-                                             impl.config.publish_session);
+        } else if (shared.ok() && shared->age >= impl.config.publish_session) {
+          auto r = impl.cluster_aes->Rotate(impl.config.id, impl.config.publish_session);
           if (r.ok()) rotated = *r;
         }
         if (rotated) {
@@ -372,12 +372,11 @@ void MasterDaemon::RunUntilStopped() {
                                wire::Value::MapOf({{"rotate_cluster_aes_key", true}}));
           return;
         }
-        auto on_disk = cluster::ReadClusterAes(impl.shared_pki);
-        if (!on_disk.ok()) {
-          spdlog::error("cannot read the cluster AES key: {}", on_disk.error().ToString());
-        } else if (*on_disk != impl.aes->Current()->key_string()) {
-          impl.aes->Rotate(*wire::Crypticle::FromKeyString(*on_disk));
-          spdlog::warn("Rotating cluster AES key (changed on disk)");
+        if (!shared.ok()) {
+          spdlog::error("cannot read the cluster AES key: {}", shared.error().ToString());
+        } else if (shared->key != impl.aes->Current()->key_string()) {
+          impl.aes->Rotate(*wire::Crypticle::FromKeyString(shared->key));
+          spdlog::warn("Rotating cluster AES key (changed in {})", impl.cluster_aes->Where());
         }
       });
     }

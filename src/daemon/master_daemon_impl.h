@@ -85,6 +85,7 @@ struct MasterDaemon::Impl {
   config::MasterConfig config;
   std::unique_ptr<keys::GroupSync> key_sync;  // the key store's fsyncs, grouped
   std::unique_ptr<keys::KeyStore> key_store;
+  std::unique_ptr<cluster::ClusterAesStore> cluster_aes;  // in a cluster only
   std::unique_ptr<master::MinionKeys> minion_keys;
   std::unique_ptr<master::SessionKeys> session_keys;
   std::unique_ptr<master::AesKeyRing> aes;

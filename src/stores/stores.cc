@@ -27,4 +27,13 @@ Result<std::unique_ptr<keys::KeyStore>> OpenMinionKeys(const config::MasterConfi
   return std::unique_ptr<keys::KeyStore>(std::move(store));
 }
 
+Result<std::unique_ptr<cluster::ClusterAesStore>> OpenClusterAes(
+    const config::MasterConfig& config) {
+  if (config.cluster_backend == "etcd") {
+    HALITE_ASSIGN_OR_RETURN(auto client, cluster::MakeEtcdClient({config.etcd_endpoints}));
+    return cluster::MakeEtcdClusterAes(std::move(client), config.etcd_prefix + "cluster/aes");
+  }
+  return cluster::MakeFileClusterAes(SharedPkiDir(config));
+}
+
 }  // namespace halite::stores

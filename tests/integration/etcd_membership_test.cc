@@ -7,7 +7,11 @@
 #include <nlohmann/json.hpp>
 
 #include "etcd_server.h"
+#include "halite/cluster/etcd_client.h"
+#include "halite/keys/key_admin.h"
+#include "halite/wire/rsa.h"
 #include "harness.h"
+#include "raw_client.h"
 
 namespace halite::testing {
 namespace {
@@ -205,6 +209,58 @@ TEST_F(EtcdMembershipTest, MinionKeysLiveInEtcdAndHaliteKeyManagesThemFromAnyMas
   auto deleted = m2.Cli("halite-key", {"-d", "alpha", "-y"});
   ASSERT_EQ(deleted.exit_code, 0) << deleted.out << deleted.err;
   EXPECT_EQ(m1.Cli("halite-key", {"-L"}).out.find("alpha"), std::string::npos);
+}
+
+// The cluster AES key lives in etcd (cluster/cluster_aes.h): both masters serve the same one,
+// a drop file on m1 rotates it there (generation 2, by m1), m2 follows, and no .aes file is
+// written in the shared folder.
+TEST_F(EtcdMembershipTest, TheClusterAesKeyLivesInEtcdAndARotationReachesEveryMaster) {
+  MasterUnderTest& m1 = AddMaster("m1");
+  MasterUnderTest& m2 = AddMaster("m2");
+  std::string last;
+  ASSERT_TRUE(LinksBecome(m1, {{"m2", true}}, 30s, &last)) << last;
+  zmq::context_t ctx;
+  auto minion_key = *wire::RsaPrivateKey::Generate(2048);
+  auto aes_on = [&](MasterUnderTest& master) -> std::optional<std::string> {
+    RawMinion raw("rotor", minion_key, "tcp://" + master.ip() + ":4506");
+    auto auth = raw.Auth(ctx, std::nullopt);
+    if (!auth.ok() || !auth->aes) return std::nullopt;
+    return auth->aes->key_string();
+  };
+  auto client = cluster::MakeEtcdClient({{etcd_->endpoint()}});
+  ASSERT_TRUE(client.ok());
+  auto in_etcd = [&]() -> nlohmann::json {
+    auto kv = (*client)->Get("/halite/cluster/aes");
+    return kv.ok() ? nlohmann::json::parse(kv->value, nullptr, false) : nlohmann::json();
+  };
+  const nlohmann::json first = in_etcd();
+  ASSERT_TRUE(first.is_object()) << "no cluster AES key in etcd";
+  EXPECT_EQ(first.value("generation", 0), 1);
+  EXPECT_EQ(aes_on(m1), first.value("key", ""));
+  EXPECT_EQ(aes_on(m2), first.value("key", ""));
+
+  ASSERT_TRUE(keys::WriteDropFile(tmp_.path() / "shared" / "cache", "m1").ok());
+  nlohmann::json rotated;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        rotated = in_etcd();
+        return rotated.value("generation", 0) == 2;
+      },
+      30s, 200ms))
+      << rotated.dump();
+  EXPECT_EQ(rotated.value("by", ""), "m1");
+  EXPECT_NE(rotated.value("key", ""), first.value("key", ""));
+  for (MasterUnderTest* m : {&m1, &m2}) {
+    std::optional<std::string> key;
+    EXPECT_TRUE(WaitFor(
+        [&] {
+          key = aes_on(*m);
+          return key == rotated.value("key", "");
+        },
+        30s, 200ms))
+        << m->ip() << " kept another key";
+  }
+  EXPECT_FALSE(std::filesystem::exists(tmp_.path() / "shared" / "pki" / ".aes"));
 }
 
 }  // namespace

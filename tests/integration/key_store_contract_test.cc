@@ -1,4 +1,5 @@
-// The KeyStore contract (keys/key_store.h), run against every backend: the files of a pki
+// The KeyStore contract (keys/key_store.h) and the ClusterAesStore contract
+// (cluster/cluster_aes.h), run against every backend: the files of a pki
 // dir (FsKeyStore) and a real etcd (cluster::EtcdKeyStore, issue 17). What only one backend
 // does (file modes, directories in a key's place) stays in its own tests
 // (tests/keys/fs_key_store_test.cc); what both must do is here, so a backend cannot drift.
@@ -6,11 +7,15 @@
 
 #include <ctime>
 #include <future>
+#include <nlohmann/json.hpp>
+#include <set>
 
 #include "etcd_server.h"
+#include "halite/cluster/cluster_aes.h"
 #include "halite/cluster/etcd_key_store.h"
 #include "halite/keys/fs.h"
 #include "halite/keys/fs_key_store.h"
+#include "halite/wire/crypticle.h"
 #include "harness.h"
 
 namespace halite::testing {
@@ -228,6 +233,106 @@ TEST_P(KeyStoreContractTest, ExpiredStubsAreSweptAndDoNotSignUnlessTheTimeoutIsZ
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, KeyStoreContractTest, ::testing::Values("files", "etcd"),
+                         [](const auto& info) { return info.param; });
+
+// The ClusterAesStore contract (cluster/cluster_aes.h), files and etcd.
+class ClusterAesContractTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    if (GetParam() == "etcd") {
+      ASSERT_NE(SharedEtcd(), nullptr) << "etcd did not start";
+    }
+    static int n = 0;
+    etcd_key_ = "/aes" + std::to_string(++n) + "-" + std::to_string(::getpid()) + "/cluster/aes";
+  }
+  // A store on the cluster's one key (a master of its own each time).
+  std::unique_ptr<cluster::ClusterAesStore> Open() {
+    if (GetParam() == "files") return cluster::MakeFileClusterAes(tmp_.path());
+    auto client = cluster::MakeEtcdClient({{SharedEtcd()->endpoint()}});
+    EXPECT_TRUE(client.ok());
+    return cluster::MakeEtcdClusterAes(std::move(client).value(), etcd_key_);
+  }
+  // Makes the stored key look `age` old.
+  void Age(std::chrono::seconds age) {
+    if (GetParam() == "files") {
+      std::filesystem::last_write_time(tmp_.path() / ".aes",
+                                       std::filesystem::file_time_type::clock::now() - age);
+      return;
+    }
+    auto client = cluster::MakeEtcdClient({{SharedEtcd()->endpoint()}});
+    ASSERT_TRUE(client.ok());
+    auto kv = (*client)->Get(etcd_key_);
+    ASSERT_TRUE(kv.ok());
+    auto value = nlohmann::json::parse(kv->value);
+    value["made"] = static_cast<std::int64_t>(std::time(nullptr) - age.count());
+    ASSERT_TRUE((*client)->Put(etcd_key_, value.dump(), 0).ok());
+  }
+
+  TempDir tmp_;
+  std::string etcd_key_;
+};
+
+TEST_P(ClusterAesContractTest, MastersStartingAtOnceAgreeOnOneKey) {
+  std::vector<std::unique_ptr<cluster::ClusterAesStore>> masters;
+  for (int i = 0; i < 4; ++i) masters.push_back(Open());
+  std::vector<std::future<Result<std::string>>> started;
+  for (auto& m : masters) {
+    started.push_back(std::async(std::launch::async, [&m] { return m->LoadOrCreate(); }));
+  }
+  std::set<std::string> keys;
+  for (auto& f : started) {
+    auto key = f.get();
+    ASSERT_TRUE(key.ok()) << key.error().ToString();
+    keys.insert(*key);
+  }
+  ASSERT_EQ(keys.size(), 1u) << "masters started at once made different cluster keys";
+  EXPECT_TRUE(wire::Crypticle::FromKeyString(*keys.begin()).ok());
+  EXPECT_EQ(Open()->Read().value().key, *keys.begin());
+  EXPECT_EQ(Open()->LoadOrCreate().value(), *keys.begin());  // a later start reads it
+}
+
+TEST_P(ClusterAesContractTest, ARotationIsReadByEveryMasterAndAYoungKeyIsNotRotatedAgain) {
+  auto a = Open(), b = Open();
+  const std::string first = a->LoadOrCreate().value();
+  auto rotated = a->Rotate("m1", std::nullopt);
+  ASSERT_TRUE(rotated.ok()) << rotated.error().ToString();
+  EXPECT_NE(*rotated, first);
+  EXPECT_EQ(b->Read().value().key, *rotated);
+  EXPECT_LT(b->Read().value().age, std::chrono::seconds(60));
+  // On a schedule (publish_session): a key younger than that is left alone.
+  auto again = b->Rotate("m2", std::chrono::hours(1));
+  ASSERT_FALSE(again.ok());
+  EXPECT_EQ(again.error().code, ErrorCode::kAlreadyExists);
+  EXPECT_EQ(a->Read().value().key, *rotated);
+}
+
+// Every master's schedule fires at once on a key past its age: exactly one rotates.
+TEST_P(ClusterAesContractTest, MastersRacingToRotateOnTheSameScheduleRotateOnce) {
+  std::vector<std::unique_ptr<cluster::ClusterAesStore>> masters;
+  for (int i = 0; i < 4; ++i) masters.push_back(Open());
+  const std::string first = masters[0]->LoadOrCreate().value();
+  Age(std::chrono::hours(2));
+  std::vector<std::future<Result<std::string>>> rotations;
+  for (std::size_t i = 0; i < masters.size(); ++i) {
+    rotations.push_back(std::async(std::launch::async, [&, i] {
+      return masters[i]->Rotate("m" + std::to_string(i), std::chrono::hours(1));
+    }));
+  }
+  std::vector<std::string> won;
+  for (auto& f : rotations) {
+    auto r = f.get();
+    if (r.ok()) {
+      won.push_back(*r);
+    } else {
+      EXPECT_EQ(r.error().code, ErrorCode::kAlreadyExists) << r.error().ToString();
+    }
+  }
+  ASSERT_EQ(won.size(), 1u) << "masters on one schedule rotated " << won.size() << " times";
+  EXPECT_EQ(masters[3]->Read().value().key, won.front());
+  EXPECT_NE(won.front(), first);
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, ClusterAesContractTest, ::testing::Values("files", "etcd"),
                          [](const auto& info) { return info.param; });
 
 // etcd only: without etcd, the keys already read keep serving (known minions sign in), and

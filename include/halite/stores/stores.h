@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <memory>
 
+#include "halite/cluster/cluster_aes.h"
 #include "halite/common/result.h"
 #include "halite/config/master_config.h"
 #include "halite/keys/group_sync.h"
@@ -23,5 +24,10 @@ std::filesystem::path SharedPkiDir(const config::MasterConfig& config);
 // must outlive the store). Unavailable when etcd cannot be read at all.
 Result<std::unique_ptr<keys::KeyStore>> OpenMinionKeys(const config::MasterConfig& config,
                                                        keys::GroupSync* group_sync = nullptr);
+
+// The cluster AES key: in etcd at `<etcd_prefix>cluster/aes` with `cluster_backend: etcd`,
+// else `.aes` under SharedPkiDir.
+Result<std::unique_ptr<cluster::ClusterAesStore>> OpenClusterAes(
+    const config::MasterConfig& config);
 
 }  // namespace halite::stores
