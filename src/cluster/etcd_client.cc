@@ -130,6 +130,12 @@ class GatewayClient final : public EtcdClient {
     return OkStatus();
   }
 
+  Status Delete(const std::string& key) override {
+    auto reply = Call("/v3/kv/deleterange", json{{"key", wire::Base64Encode(key)}});
+    if (!reply.ok()) return reply.error();
+    return OkStatus();
+  }
+
   Result<std::vector<EtcdKeyValue>> RangePrefix(const std::string& prefix) override {
     // range_end: the prefix with its last byte incremented (etcd's "prefix" convention).
     std::string end = prefix;

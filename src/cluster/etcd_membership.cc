@@ -44,6 +44,24 @@ class EtcdMembership final : public Membership {
     return OkStatus();
   }
 
+  void SetLeaveHandler(LeaveHandler handler) override { leave_handler_ = std::move(handler); }
+
+  Status Leave() override {
+    std::unique_lock lock(mu_);
+    if (left_) return leave_status_;
+    if (!thread_.joinable()) return Error::FailedPrecondition("membership is not running");
+    leave_wanted_ = true;
+    cv_.notify_all();
+    cv_.wait(lock, [this] { return left_ || stop_; });
+    if (!left_) return Error::Unavailable("membership stopped before it could leave");
+    return leave_status_;
+  }
+
+  bool left() const override {
+    std::lock_guard lock(mu_);
+    return left_;
+  }
+
   void Stop() override {
     if (!thread_.joinable()) return;
     {
@@ -79,19 +97,90 @@ class EtcdMembership final : public Membership {
   void Run() {
     pthread_setname_np(pthread_self(), "membership");
     for (;;) {
+      bool leave = false;
       {
         std::unique_lock lock(mu_);
-        if (cv_.wait_for(lock, options_.poll_interval, [this] { return stop_; })) return;
+        cv_.wait_for(lock, options_.poll_interval, [this] { return stop_ || leave_wanted_; });
+        if (stop_) return;
+        leave = leave_wanted_;
+        leave_wanted_ = false;
+        if (left_) continue;  // out for good: nothing to renew or follow
       }
-      Round();
+      if (leave) {
+        DoLeave();
+      } else {
+        Round();
+      }
     }
   }
 
-  // One registration/renewal step and one read of the list.
+  // One registration/renewal step, one read of the list, one look for a leave request.
   void Round() {
     Status st = Register();
     if (st.ok()) st = Refresh();
+    if (st.ok()) st = LookForLeaveRequest();
     SetProblem(st.ok() ? "" : st.error().message);
+  }
+
+  Status LookForLeaveRequest() {
+    if (!leave_handler_ || leave_seen_) return OkStatus();
+    const std::string key = LeaveKey(options_.prefix, options_.self.name);
+    HALITE_ASSIGN_OR_RETURN(std::vector<EtcdKeyValue> kvs, client_->RangePrefix(key));
+    for (const EtcdKeyValue& kv : kvs) {
+      if (kv.key != key) continue;  // <name>x: another master's
+      LeaveRequest request;
+      json j = json::parse(kv.value, nullptr, /*allow_exceptions=*/false);
+      if (j.is_object()) {
+        if (j.contains("drain_timeout") && j["drain_timeout"].is_number_integer() &&
+            j["drain_timeout"].get<std::int64_t>() >= 0) {
+          request.drain_timeout = std::chrono::seconds(j["drain_timeout"].get<std::int64_t>());
+        }
+        if (j.contains("requested_by") && j["requested_by"].is_string()) {
+          request.requested_by = j["requested_by"].get<std::string>();
+        }
+        if (j.contains("requested_at") && j["requested_at"].is_number_integer()) {
+          request.requested_at = j["requested_at"].get<std::int64_t>();
+        }
+      }
+      leave_seen_ = true;
+      spdlog::warn("membership: {} asked to leave the cluster by {} (drain for up to {} s)",
+                   options_.self.name, request.requested_by.empty() ? "?" : request.requested_by,
+                   request.drain_timeout.count());
+      leave_handler_(request);
+    }
+    return OkStatus();
+  }
+
+  // Revokes the lease, deletes the request, tells the listener every other member left.
+  void DoLeave() {
+    Status st = OkStatus();
+    if (lease_ != 0) st = client_->Revoke(lease_);
+    lease_ = 0;  // not renewed any more: after a failed revoke it expires within the TTL
+    if (auto deleted = client_->Delete(LeaveKey(options_.prefix, options_.self.name));
+        !deleted.ok()) {
+      spdlog::warn("membership: cannot delete the leave request (it expires with its lease): {}",
+                   deleted.error().message);
+    }
+    std::vector<std::string> others;
+    {
+      std::lock_guard lock(mu_);
+      for (const auto& [name, record] : members_) {
+        if (name != options_.self.name) others.push_back(name);
+      }
+      members_.clear();
+      problem_.clear();
+      left_ = true;
+      leave_status_ = st;
+    }
+    cv_.notify_all();
+    if (st.ok()) {
+      spdlog::warn("membership: {} left the cluster (lease revoked)", options_.self.name);
+    } else {
+      spdlog::error(
+          "membership: {} left, but the lease could not be revoked (it expires within {} s): {}",
+          options_.self.name, options_.ttl.count(), st.error().message);
+    }
+    if (listener_ && !others.empty()) listener_({}, others);
   }
 
   Status Register() {
@@ -120,20 +209,14 @@ class EtcdMembership final : public Membership {
   }
 
   Status Refresh() {
-    HALITE_ASSIGN_OR_RETURN(std::vector<EtcdKeyValue> kvs, client_->RangePrefix(key_prefix_));
-    std::map<std::string, MemberRecord> now;
-    for (const EtcdKeyValue& kv : kvs) {
-      auto record = MemberRecordFromJson(kv.value);
-      const std::string name = kv.key.substr(key_prefix_.size());
-      if (!record.ok() || record->name != name) {
-        if (bad_keys_.insert(kv.key).second) {
-          spdlog::warn("membership: ignoring {}: {}", kv.key,
-                       record.ok() ? "its name differs from its key" : record.error().message);
-        }
-        continue;
-      }
-      now.emplace(name, std::move(*record));
+    std::vector<std::string> ignored;
+    HALITE_ASSIGN_OR_RETURN(std::vector<MemberRecord> records,
+                            ReadMembers(*client_, options_.prefix, &ignored));
+    for (const std::string& why : ignored) {
+      if (bad_keys_.insert(why).second) spdlog::warn("membership: ignoring {}", why);
     }
+    std::map<std::string, MemberRecord> now;
+    for (MemberRecord& record : records) now.emplace(record.name, std::move(record));
     std::vector<MemberRecord> changed;
     std::vector<std::string> left;
     std::map<std::string, MemberRecord> before;
@@ -175,6 +258,8 @@ class EtcdMembership final : public Membership {
   const std::unique_ptr<EtcdClient> client_;  // the membership thread's (Start/Stop: caller's)
   const std::string key_prefix_;
   Listener listener_;
+  LeaveHandler leave_handler_;
+  bool leave_seen_ = false;  // the membership thread's
   std::thread thread_;
   std::int64_t lease_ = 0;
   std::chrono::steady_clock::time_point renewed_;
@@ -183,6 +268,9 @@ class EtcdMembership final : public Membership {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;
+  bool leave_wanted_ = false;  // Leave() was called
+  bool left_ = false;
+  Status leave_status_ = OkStatus();
   std::map<std::string, MemberRecord> members_;
   std::string problem_;
 };
@@ -237,6 +325,42 @@ Result<MemberRecord> MemberRecordFromJson(const std::string& text) {
 std::unique_ptr<Membership> MakeEtcdMembership(EtcdMembershipOptions options,
                                                std::unique_ptr<EtcdClient> client) {
   return std::make_unique<EtcdMembership>(std::move(options), std::move(client));
+}
+
+Result<std::vector<MemberRecord>> ReadMembers(EtcdClient& client, const std::string& prefix,
+                                              std::vector<std::string>* ignored) {
+  const std::string key_prefix = prefix + "members/";
+  HALITE_ASSIGN_OR_RETURN(std::vector<EtcdKeyValue> kvs, client.RangePrefix(key_prefix));
+  std::vector<MemberRecord> out;
+  for (const EtcdKeyValue& kv : kvs) {
+    auto record = MemberRecordFromJson(kv.value);
+    if (!record.ok() || record->name != kv.key.substr(key_prefix.size())) {
+      if (ignored != nullptr) {
+        ignored->push_back(
+            kv.key + ": " +
+            (record.ok() ? "its name differs from its key" : record.error().message));
+      }
+      continue;
+    }
+    out.push_back(std::move(*record));
+  }
+  return out;  // etcd answers in key order: by name
+}
+
+std::string LeaveKey(const std::string& prefix, const std::string& name) {
+  return prefix + "leave/" + name;
+}
+
+Status RequestLeave(EtcdClient& client, const std::string& prefix, const std::string& name,
+                    const LeaveRequest& request) {
+  HALITE_ASSIGN_OR_RETURN(std::int64_t lease,
+                          client.GrantLease(request.drain_timeout + std::chrono::seconds(60)));
+  return client.Put(LeaveKey(prefix, name),
+                    json{{"drain_timeout", request.drain_timeout.count()},
+                         {"requested_by", request.requested_by},
+                         {"requested_at", request.requested_at}}
+                        .dump(),
+                    lease);
 }
 
 }  // namespace halite::cluster

@@ -244,6 +244,7 @@ wire::Value MasterDaemon::Impl::ClusterStatus() {
     const std::string problem = membership->problem();
     status.Set("members", wire::Value(std::move(names)));
     status.Set("coordination", problem.empty() ? wire::Value("ok") : wire::Value(problem));
+    status.Set("membership", left ? "left" : leaving ? "leaving" : "member");
   }
   status.Set("peers", wire::Value(std::move(links)));
   {

@@ -58,7 +58,8 @@ void MasterDaemon::Impl::RunHealthChecks() {
     // the minion sends it again; a publish is refused with the error).
     std::vector<std::string> full;
     for (const auto& dir : {shared_pki, std::filesystem::path(config.cachedir)}) {
-      if (auto p = ProbeDirectory(dir, config.id)) (IsFull(*p) ? full : problems).push_back(p->message);
+      if (auto p = ProbeDirectory(dir, config.id))
+        (IsFull(*p) ? full : problems).push_back(p->message);
     }
     const bool lost = !problems.empty();
     if (lost != storage_lost.exchange(lost)) {
@@ -94,6 +95,13 @@ void MasterDaemon::Impl::RunHealthChecks() {
       if (!quorum_now->serving) problems.push_back(cluster::QuorumProblem(*quorum_now));
     }
     std::vector<std::string> degraded;
+    // etcd away is no reason to move minions: every master lost it alike (or this one is cut
+    // from it, and serves its minions on the member list it last read).
+    if (membership && !left) {
+      if (std::string p = membership->problem(); !p.empty()) {
+        degraded.push_back("coordination unavailable: " + p);
+      }
+    }
     // A lone master has nowhere to send its minions: a full disk is a problem there.
     for (auto& f : full) (peers ? degraded : problems).push_back("disk full: " + std::move(f));
     if (job_cache_problem && job_cache_full && peers) {
@@ -210,6 +218,12 @@ cluster::HealthReport MasterDaemon::Impl::Health() {
     }
   }
   for (auto& p : LoopProblems()) problems.push_back(std::move(p));
+  if (left) {
+    problems.push_back("left the cluster (cluster.leave): stop this master");
+  } else if (leaving) {
+    problems.push_back("leaving the cluster (cluster.leave): draining " +
+                       std::to_string(publisher->connected_subscribers()) + " minions");
+  }
   wire::Array problem_list;
   for (const auto& p : problems) problem_list.emplace_back(p);
   wire::Value body =

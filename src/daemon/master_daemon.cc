@@ -262,6 +262,7 @@ Result<std::unique_ptr<MasterDaemon>> MasterDaemon::Create(config::MasterConfig 
   ctx.recent_jobs = &impl->recent_jobs;
   ctx.presence = &impl->presence;
   ctx.storage_lost = &impl->storage_lost;
+  ctx.leaving = &impl->leaving;
   if (!cfg.peer_run.empty()) ctx.peer_runner = MakePeerRunner(cfg);
 
   master::RequestServerOptions req_options;
@@ -294,6 +295,8 @@ Status MasterDaemon::Start() {
     HALITE_RETURN_IF_ERROR(impl_->peers->Start());
     impl_->StartStorageScan();
     if (impl_->membership) {
+      impl_->membership->SetLeaveHandler(
+          [raw = impl_.get()](const cluster::LeaveRequest& r) { raw->OnLeaveRequested(r); });
       HALITE_RETURN_IF_ERROR(impl_->membership->Start(cluster::PeerLinksFollowing(*impl_->peers)));
     }
   }
@@ -449,6 +452,7 @@ void MasterDaemon::Stop() {
   impl.stopped = true;
   if (impl.started) service::NotifyStopping();
   if (impl.health_server) impl.health_server->Stop();
+  impl.StopLeaving();
   if (impl.membership) impl.membership->Stop();  // deregisters: the others close their links
   {
     std::lock_guard lock(impl.health_mu);

@@ -117,6 +117,15 @@ struct MasterDaemon::Impl {
   std::unique_ptr<transport::ZmqLoop> cluster_loop;
   std::unique_ptr<cluster::PeerChannel> peers;
   std::unique_ptr<cluster::Membership> membership;  // cluster_backend: etcd
+  // cluster.leave (cluster_leave.cc): set when etcd asks this master to leave. From then on
+  // /health answers 503 and minion sign-ins go unanswered (MasterContext::leaving); `left`
+  // once it has deregistered.
+  std::atomic<bool> leaving{false};
+  std::atomic<bool> left{false};
+  std::mutex leave_mu;
+  std::condition_variable leave_cv;
+  bool leave_stop = false;   // guarded by leave_mu
+  std::thread leave_thread;  // guarded by leave_mu (started on the membership thread)
   std::unique_ptr<master::JobPublisher> cluster_publisher;
   SeenJids seen_jids{10000};
   std::atomic<std::uint64_t> forwarded_publishes{0};
@@ -162,6 +171,13 @@ struct MasterDaemon::Impl {
   bool JobCacheProblemOnlyDegrades(const std::string& problem,
                                    const std::optional<cluster::QuorumDecision>& quorum_now);
   static wire::Value QuorumToValue(const cluster::QuorumDecision& d);
+  // cluster_leave.cc. On the membership thread: starts the drain thread (once).
+  void OnLeaveRequested(const cluster::LeaveRequest& request);
+  // The "cluster-leave" thread: waits until no minion holds a publish connection or
+  // `timeout` passed, then deregisters (Membership::Leave).
+  void DrainAndLeave(std::chrono::seconds timeout);
+  // Stop: ends a drain in progress (without deregistering: Stop revokes the lease anyway).
+  void StopLeaving();
   // cluster_wiring.cc: the peer channel, its handlers and (etcd) membership.
   Status WireCluster(const cluster::CurveKeyPair& curve);
   void OnPeerMessage(const std::string& peer, cluster::PeerMessage message);  // cluster loop

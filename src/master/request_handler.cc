@@ -126,6 +126,11 @@ void HandleRequest(MasterContext& ctx, std::string body, std::function<void(std:
     ctx.counters->CountRequest(cmd ? *cmd : "other");
     if (cmd && *cmd == "_auth") {
       if (storage_lost()) return unanswered();
+      if (ctx.leaving && ctx.leaving->load(std::memory_order_relaxed)) {
+        ctx.counters->auth_shed++;  // not served here: the minion tries again elsewhere
+        reply(std::string());
+        return;
+      }
       const auto waited = std::chrono::steady_clock::now() - received;
       if (ctx.config->auth_queue_timeout_ms.count() > 0 &&
           waited > ctx.config->auth_queue_timeout_ms) {

@@ -1,10 +1,17 @@
 // cluster.*: halite's own runners. cluster.status asks the running master for its peer links;
-// cluster.haproxy_config needs no master: the masters are this one and its cluster_peers.
+// the others need no master: with cluster_backend etcd they read (and, cluster.leave, write)
+// etcd themselves, so they work on any host with the master's config; with files the masters
+// of cluster.haproxy_config are this one and its cluster_peers.
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <thread>
 
+#include "halite/cluster/etcd_client.h"
 #include "halite/cluster/haproxy_config.h"
+#include "halite/cluster/haproxy_runtime.h"
+#include "halite/cluster/membership.h"
+#include "halite/wire/event.h"
 #include "internal.h"
 
 namespace halite::runners {
@@ -12,6 +19,126 @@ namespace halite::runners {
 namespace {
 
 using wire::Value;
+
+Result<std::unique_ptr<cluster::EtcdClient>> Etcd(const config::MasterConfig& cfg) {
+  if (cfg.cluster_backend != "etcd") {
+    return Error::FailedPrecondition("cluster_backend is '" + cfg.cluster_backend +
+                                     "': members are in etcd only with cluster_backend: etcd");
+  }
+  return cluster::MakeEtcdClient({cfg.etcd_endpoints});
+}
+
+Result<std::vector<cluster::MemberRecord>> LiveMembers(const config::MasterConfig& cfg) {
+  HALITE_ASSIGN_OR_RETURN(auto etcd, Etcd(cfg));
+  auto members = cluster::ReadMembers(*etcd, cfg.etcd_prefix);
+  if (!members.ok()) {
+    return Error{members.error().code, "coordination unavailable: " + members.error().message};
+  }
+  return members;
+}
+
+Result<RunnerResult> Members(RunnerEnv& env, const BoundArgs&) {
+  HALITE_ASSIGN_OR_RETURN(auto members, LiveMembers(*env.config));
+  wire::Map out;
+  for (const cluster::MemberRecord& m : members) {
+    out.emplace_back(Value(m.name),
+                     Value::MapOf({{"address", m.address},
+                                   {"peer_port", m.peer_port},
+                                   {"publish_port", m.publish_port},
+                                   {"ret_port", m.ret_port},
+                                   {"health_port", m.health_port},
+                                   {"version", m.version},
+                                   {"started", wire::IsoStamp(std::chrono::system_clock::time_point(
+                                                   std::chrono::seconds(m.started)))},
+                                   {"self", m.name == env.config->id}}));
+  }
+  return RunnerResult{Value(std::move(out)), ""};
+}
+
+Result<RunnerResult> Leave(RunnerEnv& env, const BoundArgs& a) {
+  const config::MasterConfig& cfg = *env.config;
+  const std::string name = a.Text("name");
+  auto timeout_value = a.Get("timeout").int64();
+  if (!timeout_value || *timeout_value < 0 || *timeout_value > 86400) {
+    return Error::InvalidArgument("timeout must be a number of seconds (0 to 86400)");
+  }
+  const std::chrono::seconds timeout(*timeout_value);
+  HALITE_ASSIGN_OR_RETURN(auto etcd, Etcd(cfg));
+  auto is_member = [&]() -> Result<bool> {
+    auto members = cluster::ReadMembers(*etcd, cfg.etcd_prefix);
+    if (!members.ok()) return members.error();
+    return std::any_of(members->begin(), members->end(),
+                       [&](const cluster::MemberRecord& m) { return m.name == name; });
+  };
+  HALITE_ASSIGN_OR_RETURN(bool member, is_member());
+  if (!member) return Error::NotFound("'" + name + "' is not a member of the cluster");
+  const auto start = std::chrono::steady_clock::now();
+  cluster::LeaveRequest request;
+  request.drain_timeout = timeout;
+  request.requested_by = cfg.id;
+  request.requested_at = std::chrono::duration_cast<std::chrono::seconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count();
+  HALITE_RETURN_IF_ERROR(cluster::RequestLeave(*etcd, cfg.etcd_prefix, name, request));
+  if (env.progress) {
+    env.progress(name + " is draining (up to " + std::to_string(timeout.count()) +
+                 " s), then it deregisters");
+  }
+  // It sees the request within a second, drains for up to `timeout`, then revokes its lease.
+  const auto deadline = start + timeout + std::chrono::seconds(30);
+  for (;;) {
+    auto still = is_member();
+    if (still.ok() && !*still) break;
+    if (std::chrono::steady_clock::now() > deadline) {
+      return Error::DeadlineExceeded(name + " has not left after " +
+                                     std::to_string((timeout + std::chrono::seconds(30)).count()) +
+                                     " s: is it running? (its log says why)");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return RunnerResult{Value::MapOf({{"name", name}, {"left", true}, {"seconds", took}}), ""};
+}
+
+// The masters HAProxy should send minions to: the live members (etcd), or this master and
+// its cluster_peers (files).
+Result<std::vector<cluster::HaproxyMaster>> HaproxyMasters(const config::MasterConfig& cfg) {
+  std::vector<cluster::HaproxyMaster> out;
+  if (cfg.cluster_backend == "etcd") {
+    HALITE_ASSIGN_OR_RETURN(auto members, LiveMembers(cfg));
+    for (const auto& m : members) {
+      out.push_back({m.name, m.address, m.publish_port, m.ret_port, m.health_port});
+    }
+    return out;
+  }
+  out.push_back({cfg.id, cfg.id});
+  for (const auto& peer : cfg.cluster_peers) out.push_back({peer, peer});
+  return out;
+}
+
+Result<RunnerResult> HaproxySync(RunnerEnv& env, const BoundArgs& a) {
+  const config::MasterConfig& cfg = *env.config;
+  const std::string socket = a.Text("socket");
+  if (socket.empty()) return Error::InvalidArgument("socket=PATH (HAProxy's admin socket)");
+  cluster::HaproxyOptions h;
+  h.publish_port = cfg.publish_port;
+  h.ret_port = cfg.ret_port;
+  h.health_port = cfg.health_port;
+  HALITE_ASSIGN_OR_RETURN(h.masters, HaproxyMasters(cfg));
+  auto runtime = cluster::MakeHaproxySocket(socket);
+  HALITE_ASSIGN_OR_RETURN(cluster::HaproxySyncReport report,
+                          cluster::SyncHaproxyServers(*runtime, h));
+  wire::Array members;
+  for (const auto& m : h.masters) members.emplace_back(m.id);
+  return RunnerResult{Value::MapOf({{"members", Value(std::move(members))},
+                                    {"added", internal::StrList(report.added)},
+                                    {"updated", internal::StrList(report.updated)},
+                                    {"enabled", internal::StrList(report.enabled)},
+                                    {"removed", internal::StrList(report.removed)},
+                                    {"draining", internal::StrList(report.draining)}}),
+                      ""};
+}
 
 Result<RunnerResult> HaproxyConfig(RunnerEnv& env, const BoundArgs& a) {
   const config::MasterConfig& cfg = *env.config;
@@ -32,8 +159,7 @@ Result<RunnerResult> HaproxyConfig(RunnerEnv& env, const BoundArgs& a) {
   h.ret_port = cfg.ret_port;
   h.health_port = cfg.health_port;
   h.publish_session = cfg.publish_session;
-  h.masters.push_back({cfg.id, cfg.id});
-  for (const auto& peer : cfg.cluster_peers) h.masters.push_back({peer, peer});
+  HALITE_ASSIGN_OR_RETURN(h.masters, HaproxyMasters(cfg));
   return RunnerResult{Value(cluster::RenderHaproxyConfig(h)), "raw_text"};
 }
 
@@ -62,14 +188,53 @@ void AddClusterRunners(RunnerTable& table) {
              {{"bind", kNone}, {"maxconn", kNone}, {"stats_socket", kNone}},
              false,
              R"(
-    An HAProxy configuration for this cluster's masters (this one and cluster_peers), on
-    stdout. bind: the address HAProxy listens on; maxconn; stats_socket: a path.
+    An HAProxy configuration for this cluster's masters (the live members in etcd with
+    cluster_backend etcd; this one and cluster_peers otherwise), on stdout. bind: the address HAProxy listens on; maxconn; stats_socket: a path.
 
     CLI Example:
 
         halite-run cluster.haproxy_config bind=10.0.0.1 > /etc/haproxy/haproxy.cfg
     )",
              HaproxyConfig});
+  table.Add({"cluster.members",
+             {},
+             false,
+             R"(
+    The live members of the cluster as registered in etcd (cluster_backend: etcd): name,
+    address, ports, version, start time, and self: True for this master.
+
+    CLI Example:
+
+        halite-run cluster.members
+    )",
+             Members});
+  table.Add({"cluster.leave",
+             {{"name", std::nullopt}, {"timeout", Value(60)}},
+             false,
+             R"(
+    Takes master NAME out of the cluster (cluster_backend: etcd): its /health answers 503
+    (leaving) so HAProxy moves its minions away and it takes no new sign-ins; once no minion
+    is connected, or after timeout seconds (default 60), it deregisters and the others close
+    their links. Waits until it has left. Run it on any master.
+
+    CLI Example:
+
+        halite-run cluster.leave m3 timeout=120
+    )",
+             Leave});
+  table.Add({"cluster.haproxy_sync",
+             {{"socket", std::nullopt}},
+             false,
+             R"(
+    Makes a running HAProxy (its admin socket; the config from cluster.haproxy_config) serve
+    exactly the live members, without a reload: adds joined masters, deletes those that
+    left, re-enables members in maintenance, updates changed addresses.
+
+    CLI Example:
+
+        halite-run cluster.haproxy_sync socket=/run/haproxy/admin.sock
+    )",
+             HaproxySync});
 }
 
 }  // namespace halite::runners

@@ -4,13 +4,16 @@
 // still holds the cluster keys and .aes (not yet in etcd), but no peers/ file is read.
 #include <gtest/gtest.h>
 
+#include <future>
 #include <nlohmann/json.hpp>
 
 #include "etcd_server.h"
 #include "halite/cluster/etcd_client.h"
+#include "halite/cluster/haproxy_runtime.h"
 #include "halite/keys/key_admin.h"
 #include "halite/wire/rsa.h"
 #include "harness.h"
+#include "http_client.h"
 #include "raw_client.h"
 
 namespace halite::testing {
@@ -32,6 +35,7 @@ class EtcdMembershipTest : public ::testing::Test {
     spec.auto_accept = true;
     spec.cluster_id = "c1";
     spec.shared_dir = tmp_.path() / "shared";
+    spec.health_port = 4510;
     spec.extra_yaml = "cluster_backend: etcd\netcd_endpoints: [" + etcd_->endpoint() + "]\n";
     masters_.push_back(std::make_unique<MasterUnderTest>(tmp_.path(), spec));
     masters_.back()->Start();
@@ -39,9 +43,13 @@ class EtcdMembershipTest : public ::testing::Test {
   }
 
   MinionUnderTest& AddMinion(const std::string& id, MasterUnderTest& master) {
+    return AddMinionAt(id, master.ip());
+  }
+
+  MinionUnderTest& AddMinionAt(const std::string& id, const std::string& ip) {
     MinionSpec spec;
     spec.id = id;
-    spec.master_ip = master.ip();
+    spec.master_ip = ip;
     minions_.push_back(std::make_unique<MinionUnderTest>(tmp_.path(), spec));
     minions_.back()->Start();
     return *minions_.back();
@@ -58,6 +66,18 @@ class EtcdMembershipTest : public ::testing::Test {
     if (r.exit_code != 0) return nlohmann::json::object();
     auto status = nlohmann::json::parse(r.out, nullptr, /*allow_exceptions=*/false);
     return status.is_object() ? status : nlohmann::json::object();
+  }
+
+  // `halite-run cluster.members` on `master` as JSON; {} when it fails.
+  static nlohmann::json MembersOn(MasterUnderTest& master) {
+    auto r = master.Cli("halite-run", {"--out", "json", "cluster.members"}, 30s);
+    if (r.exit_code != 0) return nlohmann::json::object();
+    auto members = nlohmann::json::parse(r.out, nullptr, /*allow_exceptions=*/false);
+    return members.is_object() ? members : nlohmann::json::object();
+  }
+
+  static HttpResponse HealthOf(MasterUnderTest& master) {
+    return HttpCall(master.ip(), 4510, "GET", "/health", {}, "", 5s);
   }
 
   // The names of the peers `master` has a link to, and whether each is connected.
@@ -156,6 +176,20 @@ TEST_F(EtcdMembershipTest, EtcdDownIsAnErrorNotAHangAndMastersKeepServing) {
   EXPECT_NE(status.value("coordination", "").find(etcd_->endpoint()), std::string::npos)
       << status.dump();
   EXPECT_NE(m1.Log().find("membership: etcd /v3/"), std::string::npos) << m1.Log();
+  // /health stays 200 (no reason to move minions) and says why under "degraded".
+  HttpResponse health;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        health = HealthOf(m1);
+        return health.body.find("coordination unavailable: etcd /v3/") != std::string::npos;
+      },
+      20s, 200ms))
+      << health.status << " " << health.body;
+  EXPECT_EQ(health.status, 200) << health.body;
+  auto body = nlohmann::json::parse(health.body, nullptr, /*allow_exceptions=*/false);
+  ASSERT_TRUE(body.is_object() && body.contains("degraded")) << health.body;
+  EXPECT_NE(body["degraded"].dump().find("coordination unavailable"), std::string::npos);
+  EXPECT_EQ(body["problems"], nlohmann::json::array()) << health.body;
   // The last known list stays: m2 is still linked and its minion still answers m1's jobs.
   EXPECT_EQ(Links(m1), (std::map<std::string, bool>{{"m2", true}}));
   ASSERT_TRUE(EveryMinionAnswers(m1, "*", {"test.ping"}, 1, &last, 30s)) << last;
@@ -165,6 +199,159 @@ TEST_F(EtcdMembershipTest, EtcdDownIsAnErrorNotAHangAndMastersKeepServing) {
   ASSERT_TRUE(WaitFor([&] { return Status(m1).value("coordination", "") == "ok"; }, 30s, 200ms))
       << Status(m1).dump();
   EXPECT_EQ(Status(m1)["members"], nlohmann::json({"m1", "m2"}));
+  ASSERT_TRUE(
+      WaitFor([&] { return HealthOf(m1).body.find("degraded") == std::string::npos; }, 20s, 200ms))
+      << HealthOf(m1).body;
+}
+
+// cluster.members reads the live records from etcd; cluster.leave, run on another master,
+// drains the named one (503 "leaving", new sign-ins unanswered) until its last minion is gone,
+// then it deregisters and the others close their links.
+TEST_F(EtcdMembershipTest, LeaveDrainsTheMasterThenDeregistersIt) {
+  MasterUnderTest& m1 = AddMaster("m1");
+  MasterUnderTest& m2 = AddMaster("m2");
+  std::string last;
+  ASSERT_TRUE(LinksBecome(m1, {{"m2", true}}, 30s, &last)) << last;
+  nlohmann::json members = MembersOn(m1);
+  ASSERT_TRUE(members.contains("m1") && members.contains("m2")) << members.dump();
+  EXPECT_EQ(members.size(), 2u) << members.dump();
+  EXPECT_EQ(members["m1"].value("self", false), true) << members.dump();
+  EXPECT_EQ(members["m2"].value("self", true), false) << members.dump();
+  EXPECT_EQ(members["m2"].value("address", ""), m2.ip()) << members.dump();
+  EXPECT_EQ(members["m2"].value("ret_port", 0), 4506) << members.dump();
+  EXPECT_EQ(members["m2"].value("health_port", 0), 4510) << members.dump();
+  EXPECT_FALSE(members["m2"].value("version", "").empty()) << members.dump();
+  EXPECT_EQ(MembersOn(m2)["m2"].value("self", false), true);
+
+  MinionUnderTest& alpha = AddMinion("alpha", m2);
+  ASSERT_TRUE(EveryMinionAnswers(m1, "*", {"test.ping"}, 1, &last)) << last;
+
+  auto leave = std::async(std::launch::async, [&] {
+    return m1.Cli("halite-run", {"--out", "json", "cluster.leave", "m2", "timeout=120"}, 180s);
+  });
+  HttpResponse health;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        health = HealthOf(m2);
+        return health.status == 503;
+      },
+      30s, 100ms))
+      << health.status << " " << health.body << "\n"
+      << m2.Log();
+  EXPECT_NE(health.body.find("leaving the cluster (cluster.leave): draining 1 minions"),
+            std::string::npos)
+      << health.body;
+  // A new minion session is not taken while leaving: its sign-in goes unanswered.
+  const std::string shed = "halite_auth_total{master=\"m2\",result=\"shed\"}";
+  const double shed_before = Metric(m2.ip(), 4510, shed).value_or(-1);
+  MinionUnderTest& beta = AddMinion("beta", m2);
+  ASSERT_TRUE(
+      WaitFor([&] { return Metric(m2.ip(), 4510, shed).value_or(-1) > shed_before; }, 30s, 100ms))
+      << m2.Log();
+  beta.Kill();
+  // Still a member while a minion holds on.
+  EXPECT_TRUE(MembersOn(m1).contains("m2"));
+  EXPECT_EQ(leave.wait_for(0s), std::future_status::timeout);
+
+  alpha.Stop();  // its last minion goes: the drain ends long before the 120 s timeout
+  const auto gone = std::chrono::steady_clock::now();
+  ASSERT_EQ(leave.wait_for(60s), std::future_status::ready);
+  auto result = leave.get();
+  EXPECT_EQ(result.exit_code, 0) << result.out << result.err;
+  EXPECT_NE(result.out.find("\"left\": true"), std::string::npos) << result.out;
+  EXPECT_LT(std::chrono::steady_clock::now() - gone, 20s);
+  members = MembersOn(m1);
+  EXPECT_TRUE(members.size() == 1 && members.contains("m1")) << members.dump();
+  ASSERT_TRUE(LinksBecome(m1, {}, 20s, &last)) << last;
+  EXPECT_EQ(Status(m2).value("membership", ""), "left");
+  EXPECT_NE(HealthOf(m2).body.find("left the cluster"), std::string::npos);
+  EXPECT_NE(m2.Log().find("drained in"), std::string::npos) << m2.Log();
+  // Leaving a name that is not a member is an error, at once.
+  auto again = m1.Cli("halite-run", {"cluster.leave", "m2"}, 30s);
+  EXPECT_NE(again.exit_code, 0);
+  EXPECT_NE((again.out + again.err).find("not a member"), std::string::npos) << again.out;
+}
+
+// "show servers state" of `backend` on the HAProxy behind `socket`: server -> its line.
+std::map<std::string, cluster::HaproxyServerState> ServersOf(const std::filesystem::path& socket,
+                                                             const std::string& backend) {
+  std::map<std::string, cluster::HaproxyServerState> out;
+  auto text = cluster::MakeHaproxySocket(socket)->Command("show servers state " + backend);
+  if (!text.ok()) return out;
+  auto servers = cluster::ParseServersState(*text);
+  if (!servers.ok()) return out;
+  for (auto& s : *servers) out[s.name] = s;
+  return out;
+}
+
+// HAProxy follows membership: its config lists the live members, and a member that joins or
+// leaves reaches the running HAProxy through cluster.haproxy_sync (its admin socket), without
+// a restart; minions through HAProxy keep answering throughout.
+TEST_F(EtcdMembershipTest, HaproxyFollowsJoinAndLeaveWithoutRestart) {
+  MasterUnderTest& m1 = AddMaster("m1");
+  MasterUnderTest& m2 = AddMaster("m2");
+  std::string last;
+  ASSERT_TRUE(LinksBecome(m1, {{"m2", true}}, 30s, &last)) << last;
+  const std::string front = UniqueLoopbackIp();
+  const auto socket = tmp_.path() / "haproxy" / "admin.sock";
+  HaproxyUnderTest haproxy(tmp_.path(), m1, front, {"stats_socket=" + socket.string()});
+  EXPECT_NE(haproxy.Config().find("server m1 " + m1.ip() + ":4505 check port 4510"),
+            std::string::npos)
+      << haproxy.Config();
+  EXPECT_NE(haproxy.Config().find("server m2 " + m2.ip() + ":4506 check port 4510"),
+            std::string::npos)
+      << haproxy.Config();
+  haproxy.Start();
+  for (const char* id : {"web0", "web1", "web2"}) AddMinionAt(id, front);
+  ASSERT_TRUE(EveryMinionAnswers(m1, "web*", {"test.ping"}, 3, &last)) << last;
+
+  auto sync = [&](MasterUnderTest& on) {
+    auto r = on.Cli("halite-run",
+                    {"--out", "json", "cluster.haproxy_sync", "socket=" + socket.string()}, 60s);
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    auto j = nlohmann::json::parse(r.out, nullptr, /*allow_exceptions=*/false);
+    return j.is_object() ? j : nlohmann::json::object();
+  };
+  // Nothing to do while HAProxy already serves the members.
+  nlohmann::json report = sync(m1);
+  EXPECT_EQ(report["added"], nlohmann::json::array()) << report.dump();
+  EXPECT_EQ(report["removed"], nlohmann::json::array()) << report.dump();
+
+  MasterUnderTest& m3 = AddMaster("m3");
+  ASSERT_TRUE(LinksBecome(m1, {{"m2", true}, {"m3", true}}, 30s, &last)) << last;
+  report = sync(m2);
+  EXPECT_EQ(report["added"], nlohmann::json({"halite_publish/m3", "halite_request/m3"}))
+      << report.dump();
+  for (const char* backend : {"halite_publish", "halite_request"}) {
+    auto servers = ServersOf(socket, backend);
+    ASSERT_EQ(servers.count("m3"), 1u) << backend;
+    EXPECT_EQ(servers["m3"].address, m3.ip());
+    EXPECT_EQ(servers["m3"].check_port, 4510);
+  }
+  // m3's health check passes: HAProxy sends it traffic (srv_op_state 2, running).
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto text =
+            cluster::MakeHaproxySocket(socket)->Command("show servers state halite_request");
+        return text.ok() && text->find(" m3 " + m3.ip() + " 2 ") != std::string::npos;
+      },
+      30s, 100ms))
+      << haproxy.Log();
+
+  // m1 leaves: HAProxy sees its /health fail and moves its minions; the drain ends, m1
+  // deregisters, and the sync deletes it from the running HAProxy.
+  auto leave = m2.Cli("halite-run", {"--out", "json", "cluster.leave", "m1", "timeout=60"}, 120s);
+  ASSERT_EQ(leave.exit_code, 0) << leave.out << leave.err << m1.Log();
+  report = sync(m2);
+  EXPECT_EQ(report["removed"], nlohmann::json({"halite_publish/m1", "halite_request/m1"}))
+      << report.dump();
+  for (const char* backend : {"halite_publish", "halite_request"}) {
+    auto servers = ServersOf(socket, backend);
+    EXPECT_EQ(servers.count("m1"), 0u) << backend;
+    EXPECT_EQ(servers.count("m2") + servers.count("m3"), 2u) << backend;
+  }
+  ASSERT_TRUE(EveryMinionAnswers(m2, "web*", {"test.ping"}, 3, &last)) << last;
+  EXPECT_EQ(Metric(m1.ip(), 4510, "halite_connected_minions{master=\"m1\"}").value_or(-1), 0);
 }
 
 // The minion keys live in etcd (cluster::EtcdKeyStore), not in the shared folder: a minion

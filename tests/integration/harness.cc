@@ -280,10 +280,12 @@ void MasterUnderTest::BreakSharedDir() {
 }
 
 HaproxyUnderTest::HaproxyUnderTest(const std::filesystem::path& root, MasterUnderTest& any_master,
-                                   const std::string& front_ip)
+                                   const std::string& front_ip,
+                                   const std::vector<std::string>& extra_args)
     : dir_(root / "haproxy"), front_ip_(front_ip) {
-  auto generated =
-      any_master.Cli("halite-run", {"cluster.haproxy_config", "bind=" + front_ip, "maxconn=2000"});
+  std::vector<std::string> args{"cluster.haproxy_config", "bind=" + front_ip, "maxconn=2000"};
+  args.insert(args.end(), extra_args.begin(), extra_args.end());
+  auto generated = any_master.Cli("halite-run", args);
   if (generated.exit_code != 0) {
     std::cerr << "cannot generate the HAProxy config: " << generated.err << std::endl;
     throw std::runtime_error("harness: see the output above");
@@ -311,6 +313,7 @@ void HaproxyUnderTest::Start() {
 }
 
 std::string HaproxyUnderTest::Log() const { return ReadFileOrEmpty(dir_ / "haproxy.log"); }
+std::string HaproxyUnderTest::Config() const { return ReadFileOrEmpty(dir_ / "haproxy.cfg"); }
 
 int MasterUnderTest::Stop(int sig) { return process_ ? process_->Stop(sig) : -1; }
 void MasterUnderTest::Kill() {

@@ -151,12 +151,16 @@ struct MinionSpec {
 // HAProxy in front of masters, from `halite-run cluster.haproxy_config`.
 class HaproxyUnderTest {
  public:
+  // The config is cluster.haproxy_config's on `any_master`, with `extra_args` (such as
+  // stats_socket=PATH) added.
   HaproxyUnderTest(const std::filesystem::path& root, MasterUnderTest& any_master,
-                   const std::string& front_ip);
+                   const std::string& front_ip, const std::vector<std::string>& extra_args = {});
   ~HaproxyUnderTest();
   void Start();
   const std::string& ip() const { return front_ip_; }
   std::string Log() const;
+  std::string Config() const;
+  const std::filesystem::path& dir() const { return dir_; }
 
  private:
   std::filesystem::path dir_;

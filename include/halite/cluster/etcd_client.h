@@ -44,6 +44,8 @@ class EtcdClient {
   virtual Status Revoke(std::int64_t lease) = 0;
   // lease 0: no lease.
   virtual Status Put(const std::string& key, const std::string& value, std::int64_t lease) = 0;
+  // Deletes `key` (exactly that key); OK when it did not exist.
+  virtual Status Delete(const std::string& key) = 0;
   // Every key that starts with `prefix`, in key order.
   virtual Result<std::vector<EtcdKeyValue>> RangePrefix(const std::string& prefix) = 0;
   // One key; NotFound when there is none.

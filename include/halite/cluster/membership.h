@@ -8,6 +8,12 @@
 // A master that stops revokes its lease (it leaves at once); one that is killed leaves when
 // its lease expires. While etcd cannot be reached the last known list stays as it is (peer
 // links are not cut) and problem() says why; one log line per change of state.
+//
+// Leaving on request (cluster.leave): any host with etcd access writes a LeaveRequest at
+// `<prefix>leave/<name>` (RequestLeave); master <name> sees it on its next round and calls
+// its LeaveHandler once; the daemon drains its minions, then calls Leave(), which revokes the
+// lease, deletes the request and stops following (the listener is told every other member
+// left). A master that has left stays out until it is restarted.
 #pragma once
 
 #include <chrono>
@@ -39,6 +45,13 @@ std::string MemberRecordToJson(const MemberRecord& record);
 // InvalidArgument on anything but a record with a valid name, address and curve key.
 Result<MemberRecord> MemberRecordFromJson(const std::string& text);
 
+// What cluster.leave asks of a master: drain for at most `drain_timeout`, then deregister.
+struct LeaveRequest {
+  std::chrono::seconds drain_timeout{60};
+  std::string requested_by;       // a host or master name, for the log
+  std::int64_t requested_at = 0;  // unix seconds
+};
+
 class Membership {
  public:
   // Called on the membership thread: `changed` joined or changed their record, `left` are
@@ -49,6 +62,15 @@ class Membership {
   // Starts registering and watching (the first attempt is made before it returns, so a
   // failure is logged at once); never fails because etcd is down: it keeps trying.
   virtual Status Start(Listener listener) = 0;
+  // Called on the membership thread, once, when a LeaveRequest for this master appears.
+  // Must not block: it starts the drain elsewhere. Set before Start.
+  using LeaveHandler = std::function<void(const LeaveRequest& request)>;
+  virtual void SetLeaveHandler(LeaveHandler handler) = 0;
+  // Deregisters for good (see above). Thread-safe; blocks for one etcd call at most (the
+  // client's timeout). After an error the lease still expires on its own within its TTL.
+  virtual Status Leave() = 0;
+  // True once Leave() has run.
+  virtual bool left() const = 0;
   // Deregisters (revokes the lease, bounded by the client's timeout) and joins the thread.
   virtual void Stop() = 0;
   // The members last seen, this master included once registered; sorted by name.
@@ -66,6 +88,19 @@ struct EtcdMembershipOptions {
 
 std::unique_ptr<Membership> MakeEtcdMembership(EtcdMembershipOptions options,
                                                std::unique_ptr<EtcdClient> client);
+
+// The member records under `<prefix>members/`, sorted by name: what every master follows,
+// read by the runners (cluster.members, cluster.haproxy_*). A record that is not valid, or
+// whose name differs from its key, is left out and described in `ignored` (when given).
+Result<std::vector<MemberRecord>> ReadMembers(EtcdClient& client, const std::string& prefix,
+                                              std::vector<std::string>* ignored = nullptr);
+
+// Writes the request at `<prefix>leave/<name>` under a lease of its drain_timeout + 60 s, so a
+// request that no master acts on (it is down) goes away instead of waiting for its restart.
+Status RequestLeave(EtcdClient& client, const std::string& prefix, const std::string& name,
+                    const LeaveRequest& request);
+
+std::string LeaveKey(const std::string& prefix, const std::string& name);
 
 }  // namespace halite::cluster
 

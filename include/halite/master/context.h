@@ -129,6 +129,10 @@ struct MasterContext {
   // again on a new connection, which HAProxy gives to a master that can store (an answer
   // would be an error that loses the return). Local tools' commands still run. Null: never.
   const std::atomic<bool>* storage_lost = nullptr;
+  // True while this master drains for cluster.leave: a minion's `_auth` (a new session) goes
+  // unanswered, so it signs in again on a new connection, which HAProxy gives to another
+  // master; requests of signed-in minions are still served. Null: never.
+  const std::atomic<bool>* leaving = nullptr;
   // Cluster mode: a snapshot of the peer links for cluster.status; empty otherwise.
   std::function<wire::Value()> cluster_status;
   // publish.runner (peer.h): runs runner `fun` with parse_input'd `args` for minion
