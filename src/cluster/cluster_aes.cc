@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "halite/cluster/shared_state.h"
+#include "halite/keys/fs.h"
 #include "halite/wire/crypticle.h"
 
 namespace halite::cluster {
@@ -30,6 +31,11 @@ class FileClusterAes final : public ClusterAesStore {
   Result<std::string> Rotate(std::string_view self_id,
                              std::optional<std::chrono::seconds> only_if_older_than) override {
     return RotateClusterAes(dir_, self_id, only_if_older_than);
+  }
+
+  Result<bool> Adopt(const std::string& key) override {
+    if (auto parsed = wire::Crypticle::FromKeyString(key); !parsed.ok()) return parsed.error();
+    return keys::CreateFileExclusive(dir_ / ".aes", key, 0600);
   }
 
   std::string Where() const override { return (dir_ / ".aes").string(); }
@@ -77,6 +83,12 @@ class EtcdClusterAes final : public ClusterAesStore {
                                current.second));
     if (!swapped) return Error::AlreadyExists("another master rotated the cluster AES key first");
     return fresh;
+  }
+
+  Result<bool> Adopt(const std::string& key) override {
+    if (auto parsed = wire::Crypticle::FromKeyString(key); !parsed.ok()) return parsed.error();
+    std::lock_guard lock(mu_);
+    return client_->PutIfRevision(key_, Encode(key, 1, "import"), 0);
   }
 
   std::string Where() const override { return "etcd:" + key_; }

@@ -7,10 +7,14 @@
 #include <algorithm>
 #include <thread>
 
+#include "halite/cluster/cluster_aes.h"
 #include "halite/cluster/etcd_client.h"
 #include "halite/cluster/haproxy_config.h"
 #include "halite/cluster/haproxy_runtime.h"
 #include "halite/cluster/membership.h"
+#include "halite/cluster/shared_state.h"
+#include "halite/keys/fs_key_store.h"
+#include "halite/stores/stores.h"
 #include "halite/wire/event.h"
 #include "internal.h"
 
@@ -163,6 +167,69 @@ Result<RunnerResult> HaproxyConfig(RunnerEnv& env, const BoundArgs& a) {
   return RunnerResult{Value(cluster::RenderHaproxyConfig(h)), "raw_text"};
 }
 
+// Moves what a shared-folder cluster keeps that etcd now holds (minion keys in every state,
+// the cluster AES key) into etcd, without re-keying a minion: keys are copied verbatim, the
+// AES key is adopted only when etcd has none. Never overwrites: an id whose key in etcd
+// differs is listed under conflicts. Running it again imports nothing twice.
+Result<RunnerResult> ImportToEtcd(RunnerEnv& env, const BoundArgs&) {
+  const config::MasterConfig& cfg = *env.config;
+  if (cfg.cluster_backend != "etcd") {
+    return Error::FailedPrecondition(
+        "cluster.import_to_etcd: set cluster_backend: etcd and etcd_endpoints first (the "
+        "folder to import from is cluster_pki_dir)");
+  }
+  const std::filesystem::path pki = stores::SharedPkiDir(cfg);
+  std::error_code ec;
+  if (!std::filesystem::is_directory(pki / keys::KeyStateDir(keys::KeyState::kAccepted), ec)) {
+    return Error::NotFound("cluster.import_to_etcd: no keys to import under " + pki.string());
+  }
+  HALITE_ASSIGN_OR_RETURN(auto from, keys::FsKeyStore::Open(pki));
+  HALITE_ASSIGN_OR_RETURN(auto into, stores::OpenMinionKeys(cfg));
+  Value imported = Value::EmptyMap();
+  wire::Array conflicts;
+  std::int64_t already = 0;
+  for (keys::KeyState state : {keys::KeyState::kAccepted, keys::KeyState::kPending,
+                               keys::KeyState::kRejected, keys::KeyState::kDenied}) {
+    HALITE_ASSIGN_OR_RETURN(std::vector<std::string> ids, from->List(state));
+    std::int64_t n = 0;
+    for (const std::string& id : ids) {
+      HALITE_ASSIGN_OR_RETURN(std::string pem, from->Read(state, id));
+      auto there = into->Read(state, id);
+      if (there.ok()) {
+        if (*there == pem) {
+          ++already;
+        } else {
+          conflicts.emplace_back(std::string(keys::KeyStateDir(state)) + "/" + id);
+        }
+        continue;
+      }
+      if (there.error().code != ErrorCode::kNotFound) return there.error();
+      HALITE_RETURN_IF_ERROR(into->Write(state, id, pem));
+      ++n;
+    }
+    imported.Set(std::string(keys::KeyStateDir(state)), Value(n));
+  }
+  std::string aes = "none in the folder";
+  if (auto key = cluster::ReadClusterAes(pki); key.ok()) {
+    HALITE_ASSIGN_OR_RETURN(auto store, stores::OpenClusterAes(cfg));
+    HALITE_ASSIGN_OR_RETURN(bool adopted, store->Adopt(*key));
+    if (adopted) {
+      aes = "imported";
+    } else {
+      HALITE_ASSIGN_OR_RETURN(cluster::ClusterAesKey current, store->Read());
+      aes = current.key == *key ? "already in etcd"
+                                : "etcd holds another key: kept (minions sign in again once)";
+    }
+  } else if (key.error().code != ErrorCode::kNotFound) {
+    return key.error();
+  }
+  return RunnerResult{Value::MapOf({{"minion_keys", std::move(imported)},
+                                    {"already_in_etcd", Value(already)},
+                                    {"conflicts", Value(std::move(conflicts))},
+                                    {"aes", Value(aes)}}),
+                      ""};
+}
+
 const Value kNone;
 
 }  // namespace
@@ -222,6 +289,20 @@ void AddClusterRunners(RunnerTable& table) {
         halite-run cluster.leave m3 timeout=120
     )",
              Leave});
+  table.Add({"cluster.import_to_etcd",
+             {},
+             false,
+             R"(
+    Moves a shared-folder cluster into etcd (run once, with cluster_backend: etcd and
+    etcd_endpoints set and cluster_pki_dir still pointing at the shared folder): minion keys
+    in every state and the cluster AES key, verbatim, so no minion is re-keyed. Never
+    overwrites what etcd holds; conflicts are listed. Safe to run again.
+
+    CLI Example:
+
+        halite-run cluster.import_to_etcd
+    )",
+             ImportToEtcd});
   table.Add({"cluster.haproxy_sync",
              {{"socket", std::nullopt}},
              false,

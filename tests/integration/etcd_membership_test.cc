@@ -10,6 +10,8 @@
 #include "etcd_server.h"
 #include "halite/cluster/etcd_client.h"
 #include "halite/cluster/haproxy_runtime.h"
+#include "halite/cluster/shared_state.h"
+#include "halite/keys/fs_key_store.h"
 #include "halite/keys/key_admin.h"
 #include "halite/wire/rsa.h"
 #include "harness.h"
@@ -448,6 +450,63 @@ TEST_F(EtcdMembershipTest, TheClusterAesKeyLivesInEtcdAndARotationReachesEveryMa
         << m->ip() << " kept another key";
   }
   EXPECT_FALSE(std::filesystem::exists(tmp_.path() / "shared" / "pki" / ".aes"));
+}
+
+// A shared-folder cluster moves to etcd without re-keying a minion: cluster.import_to_etcd
+// copies the keys (every state) and the cluster AES key; an accepted minion then signs in to
+// an etcd-mode master at once and gets that same AES key; running it again imports nothing.
+TEST_F(EtcdMembershipTest, ImportToEtcdMovesASharedFolderClusterWithoutReKeying) {
+  const auto shared = tmp_.path() / "shared";
+  auto alpha_key = *wire::RsaPrivateKey::Generate(2048);
+  auto beta_key = *wire::RsaPrivateKey::Generate(2048);
+  std::string aes_before;
+  {
+    auto files = keys::FsKeyStore::Open(shared / "pki");
+    ASSERT_TRUE(files.ok());
+    ASSERT_TRUE(
+        (*files)->Write(keys::KeyState::kAccepted, "alpha", alpha_key.PublicKey().ToPem()).ok());
+    ASSERT_TRUE(
+        (*files)->Write(keys::KeyState::kPending, "beta", beta_key.PublicKey().ToPem()).ok());
+    auto aes = cluster::LoadOrCreateClusterAes(shared / "pki");
+    ASSERT_TRUE(aes.ok());
+    aes_before = *aes;
+  }
+  MasterSpec spec;
+  spec.id = "m1";
+  spec.ip = UniqueLoopbackIp();
+  spec.cluster_id = "c1";
+  spec.shared_dir = shared;
+  spec.extra_yaml = "cluster_backend: etcd\netcd_endpoints: [" + etcd_->endpoint() + "]\n";
+  masters_.push_back(std::make_unique<MasterUnderTest>(tmp_.path(), spec));
+  MasterUnderTest& m1 = *masters_.back();
+  auto run = m1.Cli("halite-run", {"--out", "json", "cluster.import_to_etcd"});
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  auto report = nlohmann::json::parse(run.out, nullptr, false);
+  EXPECT_EQ(
+      report["minion_keys"],
+      nlohmann::json(
+          {{"minions", 1}, {"minions_pre", 1}, {"minions_rejected", 0}, {"minions_denied", 0}}))
+      << run.out;
+  EXPECT_EQ(report["aes"], "imported") << run.out;
+  auto again = nlohmann::json::parse(
+      m1.Cli("halite-run", {"--out", "json", "cluster.import_to_etcd"}).out, nullptr, false);
+  EXPECT_EQ(again["already_in_etcd"], 2) << again.dump();
+  EXPECT_EQ(again["aes"], "already in etcd") << again.dump();
+  EXPECT_EQ(again["minion_keys"]["minions"], 0) << again.dump();
+
+  // The folder's keys may go now: the master reads etcd only.
+  std::filesystem::remove_all(shared / "pki" / "minions");
+  std::filesystem::remove_all(shared / "pki" / "minions_pre");
+  std::filesystem::remove(shared / "pki" / ".aes");
+  m1.Start();
+  zmq::context_t ctx;
+  RawMinion alpha("alpha", alpha_key, "tcp://" + m1.ip() + ":4506");
+  auto auth = alpha.Auth(ctx, std::nullopt);
+  ASSERT_TRUE(auth.ok()) << auth.error().ToString();
+  ASSERT_TRUE(auth->aes.has_value())
+      << "alpha is not accepted after the import: " << auth->inner.ToJson();
+  EXPECT_EQ(auth->aes->key_string(), aes_before);
+  EXPECT_EQ(m1.Cli("halite-key", {"-l", "un"}).out, "Unaccepted Keys:\nbeta\n");
 }
 
 }  // namespace

@@ -37,6 +37,9 @@ class ClusterAesStore {
   // younger than that: then AlreadyExists. Returns the new key string.
   virtual Result<std::string> Rotate(std::string_view self_id,
                                      std::optional<std::chrono::seconds> only_if_older_than) = 0;
+  // Makes `key` the cluster's key if there is none yet (moving a cluster to etcd); false,
+  // and nothing changed, when there is one.
+  virtual Result<bool> Adopt(const std::string& key) = 0;
   // Where it lives, for messages: a path or "etcd:<key>".
   virtual std::string Where() const = 0;
 };
