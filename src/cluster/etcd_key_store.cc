@@ -11,8 +11,6 @@ namespace halite::cluster {
 
 namespace {
 
-constexpr keys::KeyState kStates[] = {keys::KeyState::kAccepted, keys::KeyState::kPending,
-                                      keys::KeyState::kRejected, keys::KeyState::kDenied};
 constexpr std::string_view kAutosignDir = "minions_autosign";
 // A removal that keeps losing its compare-and-delete to other writers gives up after this.
 constexpr int kRemoveTries = 5;
