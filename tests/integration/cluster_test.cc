@@ -85,7 +85,7 @@ class ClusterTest : public ::testing::Test {
   std::filesystem::path shared_ = tmp_.path() / "shared";
   // When shared_ is on GlusterFS; declared before the masters so it outlives them.
   std::unique_ptr<GlusterVolume> gluster_;
-  int health_port_ = 0;  // 0: no /health
+  int health_port_ = 0;                    // 0: no /health
   std::map<int, std::string> extra_yaml_;  // MakeCluster: added to master i's config
   std::vector<std::string> ips_;
   std::vector<MasterSpec> specs_;
@@ -394,11 +394,8 @@ TEST_P(SharedFolderClusterTest, MastersStartedAtTheSameInstantShareOneClusterKey
 TEST_P(SharedFolderClusterTest, ADropFileRotatesTheSharedAesKeyOnEveryMasterPastAStaleLock) {
   MakeCluster(3);
   auto minion_key = *wire::RsaPrivateKey::Generate(2048);
-  auto aes_on = [&](MasterUnderTest& master) -> std::optional<std::string> {
-    RawMinion raw("rotor", minion_key, "tcp://" + master.ip() + ":4506");
-    auto auth = raw.Auth(ctx_, std::nullopt);
-    if (!auth.ok() || !auth->aes) return std::nullopt;
-    return auth->aes->key_string();
+  auto aes_on = [&](MasterUnderTest& master) {
+    return AesKeyOf(ctx_, "rotor", minion_key, "tcp://" + master.ip() + ":4506");
   };
   const auto before = aes_on(*masters_[0]);
   ASSERT_TRUE(before.has_value());

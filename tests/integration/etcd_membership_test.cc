@@ -30,11 +30,11 @@ class EtcdMembershipTest : public ::testing::Test {
     ASSERT_NE(etcd_, nullptr);
   }
 
-  MasterUnderTest& AddMaster(const std::string& name) {
+  MasterUnderTest& AddMaster(const std::string& name, bool auto_accept = true) {
     MasterSpec spec;
     spec.id = name;
     spec.ip = UniqueLoopbackIp();
-    spec.auto_accept = true;
+    spec.auto_accept = auto_accept;
     spec.cluster_id = "c1";
     spec.shared_dir = tmp_.path() / "shared";
     spec.health_port = 4510;
@@ -360,19 +360,8 @@ TEST_F(EtcdMembershipTest, HaproxyFollowsJoinAndLeaveWithoutRestart) {
 // that signs in on one master is pending for halite-key run against another master's config,
 // accepted there, and then answers jobs from both; no key file is written anywhere.
 TEST_F(EtcdMembershipTest, MinionKeysLiveInEtcdAndHaliteKeyManagesThemFromAnyMaster) {
-  auto add = [&](const std::string& name) -> MasterUnderTest& {
-    MasterSpec spec;
-    spec.id = name;
-    spec.ip = UniqueLoopbackIp();
-    spec.cluster_id = "c1";
-    spec.shared_dir = tmp_.path() / "shared";
-    spec.extra_yaml = "cluster_backend: etcd\netcd_endpoints: [" + etcd_->endpoint() + "]\n";
-    masters_.push_back(std::make_unique<MasterUnderTest>(tmp_.path(), spec));
-    masters_.back()->Start();
-    return *masters_.back();
-  };
-  MasterUnderTest& m1 = add("m1");
-  MasterUnderTest& m2 = add("m2");
+  MasterUnderTest& m1 = AddMaster("m1", /*auto_accept=*/false);
+  MasterUnderTest& m2 = AddMaster("m2", /*auto_accept=*/false);
   std::string last;
   ASSERT_TRUE(LinksBecome(m1, {{"m2", true}}, 30s, &last)) << last;
   AddMinion("alpha", m2);
@@ -410,11 +399,8 @@ TEST_F(EtcdMembershipTest, TheClusterAesKeyLivesInEtcdAndARotationReachesEveryMa
   ASSERT_TRUE(LinksBecome(m1, {{"m2", true}}, 30s, &last)) << last;
   zmq::context_t ctx;
   auto minion_key = *wire::RsaPrivateKey::Generate(2048);
-  auto aes_on = [&](MasterUnderTest& master) -> std::optional<std::string> {
-    RawMinion raw("rotor", minion_key, "tcp://" + master.ip() + ":4506");
-    auto auth = raw.Auth(ctx, std::nullopt);
-    if (!auth.ok() || !auth->aes) return std::nullopt;
-    return auth->aes->key_string();
+  auto aes_on = [&](MasterUnderTest& master) {
+    return AesKeyOf(ctx, "rotor", minion_key, "tcp://" + master.ip() + ":4506");
   };
   auto client = cluster::MakeEtcdClient({{etcd_->endpoint()}});
   ASSERT_TRUE(client.ok());

@@ -183,4 +183,12 @@ Result<wire::Value> RawMinion::Send(zmq::context_t& ctx, const Encoded& encoded,
   return decrypted;
 }
 
+std::optional<std::string> AesKeyOf(zmq::context_t& ctx, const std::string& id,
+                                    const wire::RsaPrivateKey& key, const std::string& endpoint) {
+  RawMinion raw(id, key, endpoint);
+  auto auth = raw.Auth(ctx, std::nullopt);
+  if (!auth.ok() || !auth->aes) return std::nullopt;
+  return auth->aes->key_string();
+}
+
 }  // namespace halite::testing

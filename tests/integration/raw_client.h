@@ -84,4 +84,9 @@ class RawMinion {
   std::string endpoint_;
 };
 
+// The AES key a master gives minion `id` (key `key`) signing in at `endpoint`; nullopt when
+// the sign-in fails or is not accepted.
+std::optional<std::string> AesKeyOf(zmq::context_t& ctx, const std::string& id,
+                                    const wire::RsaPrivateKey& key, const std::string& endpoint);
+
 }  // namespace halite::testing

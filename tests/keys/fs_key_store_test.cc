@@ -14,6 +14,9 @@
 #include "halite/keys/fs.h"
 #include "halite/keys/master_keys.h"
 
+// What every KeyStore must do (missing keys, stamps, autosign stubs, two stores on one set of
+// keys) is in tests/integration/key_store_contract_test.cc, run on these files and on etcd;
+// here is what only the files do: Salt's layout, modes, temp files and directories.
 namespace halite::keys {
 namespace {
 
@@ -42,13 +45,6 @@ class FsKeyStoreTest : public testing::Test {
     struct stat st {};
     EXPECT_EQ(::stat(path.c_str(), &st), 0);
     return st.st_mode & 07777;
-  }
-
-  // Sets the mtime of `path` to `age` ago.
-  static void Age(const fs::path& path, minutes age) {
-    std::error_code ec;
-    fs::last_write_time(path, fs::file_time_type::clock::now() - age, ec);
-    ASSERT_FALSE(ec) << ec.message();
   }
 
   fs::path dir_;
@@ -107,18 +103,6 @@ TEST_F(FsKeyStoreTest, EverythingIsPrivateWhateverTheUmask) {
   EXPECT_TRUE(offenders.empty()) << "group/other may read or enter:" << listing;
 }
 
-TEST_F(FsKeyStoreTest, MissingKeyIsNotFound) {
-  Result<std::string> read = store_->Read(KeyState::kAccepted, "web1");
-  ASSERT_FALSE(read.ok());
-  EXPECT_EQ(read.error().code, ErrorCode::kNotFound);
-  Status removed = store_->Remove(KeyState::kAccepted, "web1");
-  ASSERT_FALSE(removed.ok());
-  EXPECT_EQ(removed.error().code, ErrorCode::kNotFound);
-  Result<FileStamp> stamp = store_->Stamp(KeyState::kAccepted, "web1");
-  ASSERT_FALSE(stamp.ok());
-  EXPECT_EQ(stamp.error().code, ErrorCode::kNotFound);
-}
-
 TEST_F(FsKeyStoreTest, RemoveDeletesTheKey) {
   ASSERT_TRUE(store_->Write(KeyState::kRejected, "web1", kPem).ok());
   ASSERT_TRUE(store_->Remove(KeyState::kRejected, "web1").ok());
@@ -155,22 +139,6 @@ TEST_F(FsKeyStoreTest, InvalidIdsAreRefusedEverywhere) {
   EXPECT_FALSE(fs::exists(root_ / "x"));
 }
 
-TEST_F(FsKeyStoreTest, LongestValidIdCanBeStored) {
-  const std::string id(255, 'a');
-  ASSERT_TRUE(store_->Write(KeyState::kAccepted, id, kPem).ok());
-  EXPECT_EQ(store_->Read(KeyState::kAccepted, id).value(), kPem);
-  EXPECT_EQ(store_->List(KeyState::kAccepted).value(), std::vector<std::string>{id});
-}
-
-TEST_F(FsKeyStoreTest, StampChangesWhenTheKeyIsReplaced) {
-  ASSERT_TRUE(store_->Write(KeyState::kAccepted, "web1", kPem).ok());
-  const FileStamp first = store_->Stamp(KeyState::kAccepted, "web1").value();
-  EXPECT_EQ(first.size, kPem.size());
-  EXPECT_EQ(store_->Stamp(KeyState::kAccepted, "web1").value(), first);
-  ASSERT_TRUE(store_->Write(KeyState::kAccepted, "web1", kPem).ok());
-  EXPECT_NE(store_->Stamp(KeyState::kAccepted, "web1").value(), first);  // new inode
-}
-
 TEST_F(FsKeyStoreTest, IsDirectory) {
   EXPECT_FALSE(store_->IsDirectory(KeyState::kPending, "web1").value());
   ASSERT_TRUE(store_->Write(KeyState::kPending, "web1", kPem).ok());
@@ -180,34 +148,6 @@ TEST_F(FsKeyStoreTest, IsDirectory) {
   // A directory is not a key.
   EXPECT_EQ(store_->Read(KeyState::kPending, "web2").error().code, ErrorCode::kNotFound);
   EXPECT_EQ(store_->Stamp(KeyState::kPending, "web2").error().code, ErrorCode::kNotFound);
-}
-
-TEST_F(FsKeyStoreTest, AutosignStubIsConsumedOnce) {
-  const fs::path stub = root_ / "minions_autosign" / "web1";
-  ASSERT_TRUE(WriteFileAtomic(stub, "", 0600).ok());
-  EXPECT_TRUE(store_->ConsumeAutosignStub("web1", minutes(120)).value());
-  EXPECT_FALSE(fs::exists(stub));
-  EXPECT_FALSE(store_->ConsumeAutosignStub("web1", minutes(120)).value());
-}
-
-TEST_F(FsKeyStoreTest, ExpiredAutosignStubsAreSweptAndDoNotSign) {
-  const fs::path dir = root_ / "minions_autosign";
-  ASSERT_TRUE(WriteFileAtomic(dir / "web1", "", 0600).ok());
-  ASSERT_TRUE(WriteFileAtomic(dir / "other-old", "", 0600).ok());
-  ASSERT_TRUE(WriteFileAtomic(dir / "other-new", "", 0600).ok());
-  Age(dir / "web1", minutes(121));
-  Age(dir / "other-old", minutes(500));
-  EXPECT_FALSE(store_->ConsumeAutosignStub("web1", minutes(120)).value());
-  EXPECT_FALSE(fs::exists(dir / "web1"));
-  EXPECT_FALSE(fs::exists(dir / "other-old"));
-  EXPECT_TRUE(fs::exists(dir / "other-new"));
-}
-
-TEST_F(FsKeyStoreTest, ZeroTimeoutNeverExpiresStubs) {
-  const fs::path stub = root_ / "minions_autosign" / "web1";
-  ASSERT_TRUE(WriteFileAtomic(stub, "", 0600).ok());
-  Age(stub, minutes(100000));
-  EXPECT_TRUE(store_->ConsumeAutosignStub("web1", minutes(0)).value());
 }
 
 }  // namespace
