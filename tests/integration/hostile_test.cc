@@ -305,6 +305,14 @@ TEST_F(HostileTest, SmuggledAndPrefixedEventTagsAreRefused) {
     (void)sub.recv(msg);
     auto ev = wire::UnpackEvent(msg.to_string_view());
     if (!ev.ok()) continue;
+    // The master's own salt/auth for web1's sign-in above may be published after the
+    // subscriber connected (under load it was): it names web1 and its key, which no smuggled
+    // tag here carries (their data is {"result": true} at most).
+    const std::string* id = ev->data.FindStr("id");
+    if (ev->tag == "salt/auth" && id != nullptr && *id == "web1" &&
+        ev->data.FindStr("pub") != nullptr && !ev->data.FindStr("pub")->empty()) {
+      continue;
+    }
     seen.push_back(ev->tag);
     if (ev->tag == "custom/marker") marker = true;
   }
