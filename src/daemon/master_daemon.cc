@@ -362,7 +362,13 @@ void MasterDaemon::RunUntilStopped() {
         std::optional<std::string> rotated;
         if (forced) {
           auto r = impl.cluster_aes->Rotate(impl.config.id, std::nullopt);
-          if (r.ok()) rotated = *r;
+          if (r.ok()) {
+            rotated = *r;
+          } else {
+            spdlog::error("the rotation the drop file asked for did not happen: {} (write "
+                          "the drop file again)",
+                          r.error().ToString());
+          }
         } else if (shared.ok() && shared->age >= impl.config.publish_session) {
           auto r = impl.cluster_aes->Rotate(impl.config.id, impl.config.publish_session);
           if (r.ok()) rotated = *r;
@@ -376,7 +382,12 @@ void MasterDaemon::RunUntilStopped() {
           return;
         }
         if (!shared.ok()) {
-          spdlog::error("cannot read the cluster AES key: {}", shared.error().ToString());
+          // Once a minute at most: etcd or the shared folder away fails every loop.
+          static LogLimiter limiter(std::chrono::minutes(1));
+          if (auto held_back = limiter.Pass()) {
+            spdlog::error("cannot read the cluster AES key: {}{}", shared.error().ToString(),
+                          SuppressedSuffix(*held_back));
+          }
         } else if (shared->key != impl.aes->Current()->key_string()) {
           impl.aes->Rotate(*wire::Crypticle::FromKeyString(shared->key));
           spdlog::warn("Rotating cluster AES key (changed in {})", impl.cluster_aes->Where());
