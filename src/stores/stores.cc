@@ -19,11 +19,7 @@ Result<std::unique_ptr<keys::KeyStore>> OpenMinionKeys(const config::MasterConfi
         auto store, cluster::EtcdKeyStore::Open(std::move(client), {config.etcd_prefix + "keys/"}));
     return std::unique_ptr<keys::KeyStore>(std::move(store));
   }
-  if (group_sync != nullptr) {
-    HALITE_ASSIGN_OR_RETURN(auto store, keys::FsKeyStore::Open(SharedPkiDir(config), group_sync));
-    return std::unique_ptr<keys::KeyStore>(std::move(store));
-  }
-  HALITE_ASSIGN_OR_RETURN(auto store, keys::FsKeyStore::Open(SharedPkiDir(config)));
+  HALITE_ASSIGN_OR_RETURN(auto store, keys::FsKeyStore::Open(SharedPkiDir(config), group_sync));
   return std::unique_ptr<keys::KeyStore>(std::move(store));
 }
 
