@@ -1,4 +1,4 @@
-#include "pg_connection.h"
+#include "halite/jobs/pg_connection.h"
 
 #include <endian.h>
 #include <poll.h>
@@ -346,6 +346,39 @@ Result<PgResult> PgConnection::Exec(std::string_view sql, const PgParams& params
   }
   if (!last) return Error::Internal("postgres: no result");
   return std::move(*last);
+}
+
+Result<PgPool::Lease> PgPool::Acquire(PgDeadline deadline) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!cv_.wait_until(lock, deadline, [&] { return !idle_.empty() || open_ < size_; })) {
+    return Error::DeadlineExceeded("postgres: every pooled connection is busy");
+  }
+  if (!idle_.empty()) {
+    std::unique_ptr<PgConnection> conn = std::move(idle_.back());
+    idle_.pop_back();
+    return Lease(this, std::move(conn), /*reused=*/true);
+  }
+  ++open_;
+  lock.unlock();
+  auto conn = PgConnection::Connect(
+      dsn_, std::min(deadline, std::chrono::steady_clock::now() + connect_timeout_));
+  if (!conn.ok()) {
+    lock.lock();
+    --open_;
+    cv_.notify_one();
+    return conn.error();
+  }
+  return Lease(this, std::move(conn).value(), /*reused=*/false);
+}
+
+void PgPool::Release(std::unique_ptr<PgConnection> conn) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (conn->broken()) {
+    --open_;
+  } else {
+    idle_.push_back(std::move(conn));
+  }
+  cv_.notify_one();
 }
 
 }  // namespace halite::jobs

@@ -11,186 +11,21 @@
 #include <utility>
 
 #include "halite/jobs/job_summary.h"
+#include "halite/jobs/pg_connection.h"
+#include "halite/jobs/pg_schema.h"
 #include "halite/wire/msgpack.h"
-#include "pg_connection.h"
-#include "postgres_job_cache_internal.h"
 
 namespace halite::jobs {
 namespace {
 
 constexpr unsigned kTextOid = 25;
 
-// The schema, one entry per version: entry i takes version i to i + 1. Never edit a released
-// entry; add one. "%s" stands for the quoted schema name.
-const std::vector<std::vector<std::string_view>>& Migrations() {
-  static const std::vector<std::vector<std::string_view>> migrations = {
-      {
-          R"(CREATE TABLE %s.jobs (
-               jid text COLLATE "C" PRIMARY KEY,
-               load bytea NOT NULL,
-               fun text,
-               master_id text NOT NULL,
-               created timestamptz NOT NULL))",
-          R"(CREATE INDEX jobs_created_idx ON %s.jobs (created))",
-          R"(CREATE TABLE %s.job_minions (
-               jid text COLLATE "C" NOT NULL,
-               minion_id text COLLATE "C" NOT NULL,
-               PRIMARY KEY (jid, minion_id)))",
-          R"(CREATE TABLE %s.returns (
-               jid text COLLATE "C" NOT NULL,
-               minion_id text COLLATE "C" NOT NULL,
-               ret bytea NOT NULL,
-               retcode bigint,
-               success boolean,
-               out text NOT NULL DEFAULT '',
-               fun text,
-               master_id text NOT NULL,
-               stored timestamptz NOT NULL,
-               PRIMARY KEY (jid, minion_id)))",
-          R"(CREATE INDEX returns_stored_idx ON %s.returns (stored))",
-          R"(CREATE TABLE %s.masters (
-               master_id text PRIMARY KEY,
-               seen timestamptz NOT NULL))",
-      },
-  };
-  return migrations;
-}
-
-std::string WithSchema(std::string_view sql, std::string_view schema) {
-  std::string out;
-  out.reserve(sql.size() + 64);
-  for (std::size_t i = 0; i < sql.size(); ++i) {
-    if (sql[i] == '%' && i + 1 < sql.size() && sql[i + 1] == 's') {
-      out += schema;
-      ++i;
-    } else {
-      out += sql[i];
-    }
-  }
-  return out;
-}
-
-bool ValidSchemaName(std::string_view name) {
-  if (name.empty() || name.size() > 63) return false;
-  if (!(name[0] == '_' || (name[0] >= 'a' && name[0] <= 'z'))) return false;
-  return std::all_of(name.begin(), name.end(), [](char c) {
-    return c == '_' || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
-  });
-}
-
 }  // namespace
-
-// PostgreSQL text: valid UTF-8 (the database encoding we require) without NUL.
-bool ValidPgText(std::string_view s) {
-  std::size_t i = 0;
-  while (i < s.size()) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    if (c == 0) return false;
-    if (c < 0x80) {
-      ++i;
-      continue;
-    }
-    std::size_t n = 0;
-    std::uint32_t cp = 0;
-    if ((c & 0xE0) == 0xC0) {
-      n = 1;
-      cp = c & 0x1F;
-    } else if ((c & 0xF0) == 0xE0) {
-      n = 2;
-      cp = c & 0x0F;
-    } else if ((c & 0xF8) == 0xF0) {
-      n = 3;
-      cp = c & 0x07;
-    } else {
-      return false;
-    }
-    for (std::size_t k = 1; k <= n; ++k) {
-      if (i + k >= s.size()) return false;
-      const auto cc = static_cast<unsigned char>(s[i + k]);
-      if ((cc & 0xC0) != 0x80) return false;
-      cp = (cp << 6) | (cc & 0x3F);
-    }
-    if ((n == 1 && cp < 0x80) || (n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) ||
-        cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
-      return false;
-    }
-    i += n + 1;
-  }
-  return true;
-}
-
-// Connections for everything but the writer. Acquire blocks while all are in use.
-class PostgresJobCache::Pool {
- public:
-  Pool(std::string dsn, std::size_t size, std::chrono::milliseconds connect_timeout)
-      : dsn_(std::move(dsn)), size_(size), connect_timeout_(connect_timeout) {}
-
-  // Gives the connection back on destruction (dropped when broken).
-  class Lease {
-   public:
-    Lease(Pool* pool, std::unique_ptr<PgConnection> conn, bool reused)
-        : pool_(pool), conn_(std::move(conn)), reused_(reused) {}
-    Lease(Lease&& other) noexcept = default;
-    ~Lease() {
-      if (pool_ != nullptr && conn_ != nullptr) pool_->Release(std::move(conn_));
-    }
-    PgConnection& operator*() const { return *conn_; }
-    PgConnection* operator->() const { return conn_.get(); }
-    bool reused() const { return reused_; }  // it had been used before this lease
-
-   private:
-    Pool* pool_;
-    std::unique_ptr<PgConnection> conn_;
-    bool reused_;
-  };
-
-  Result<Lease> Acquire(std::chrono::steady_clock::time_point deadline) {
-    std::unique_lock<std::mutex> lock(mu_);
-    if (!cv_.wait_until(lock, deadline, [&] { return !idle_.empty() || open_ < size_; })) {
-      return Error::DeadlineExceeded("postgres: every pooled connection is busy");
-    }
-    if (!idle_.empty()) {
-      std::unique_ptr<PgConnection> conn = std::move(idle_.back());
-      idle_.pop_back();
-      return Lease(this, std::move(conn), /*reused=*/true);
-    }
-    ++open_;
-    lock.unlock();
-    auto conn = PgConnection::Connect(
-        dsn_, std::min(deadline, std::chrono::steady_clock::now() + connect_timeout_));
-    if (!conn.ok()) {
-      lock.lock();
-      --open_;
-      cv_.notify_one();
-      return conn.error();
-    }
-    return Lease(this, std::move(conn).value(), /*reused=*/false);
-  }
-
- private:
-  void Release(std::unique_ptr<PgConnection> conn) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (conn->broken()) {
-      --open_;
-    } else {
-      idle_.push_back(std::move(conn));
-    }
-    cv_.notify_one();
-  }
-
-  const std::string dsn_;
-  const std::size_t size_;
-  const std::chrono::milliseconds connect_timeout_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<std::unique_ptr<PgConnection>> idle_ HALITE_GUARDED_BY(mu_);
-  std::size_t open_ HALITE_GUARDED_BY(mu_) = 0;  // idle + leased
-};
 
 Result<std::unique_ptr<PostgresJobCache>> PostgresJobCache::Open(
     const PostgresJobCacheOptions& options) {
   if (options.dsn.empty()) return Error::InvalidArgument("postgres: dsn is empty");
-  if (!ValidSchemaName(options.schema)) {
+  if (!ValidPgSchemaName(options.schema)) {
     return Error::InvalidArgument("postgres: schema '" + options.schema +
                                   "' must match [a-z_][a-z0-9_]* (at most 63 bytes)");
   }
@@ -219,8 +54,8 @@ Result<std::unique_ptr<PostgresJobCache>> PostgresJobCache::Open(
 
 PostgresJobCache::PostgresJobCache(const PostgresJobCacheOptions& options)
     : options_(options),
-      schema_quoted_("\"" + options.schema + "\""),
-      pool_(std::make_unique<Pool>(options.dsn, options.pool_size, options.connect_timeout)) {
+      schema_(std::make_unique<PgSchema>(options.schema)),
+      pool_(std::make_unique<PgPool>(options.dsn, options.pool_size, options.connect_timeout)) {
   writer_ = std::thread([this] { WriterMain(); });
   pthread_setname_np(writer_.native_handle(), "jobs-pg-writer");
 }
@@ -237,83 +72,18 @@ void PostgresJobCache::Shutdown() {
   if (writer_.joinable()) writer_.join();
 }
 
-std::string PostgresJobCache::Table(std::string_view name) const {
-  return schema_quoted_ + "." + std::string(name);
-}
+std::string PostgresJobCache::Table(std::string_view name) const { return schema_->Table(name); }
 
 template <typename T, typename F>
 Result<T> PostgresJobCache::WithConnection(F&& body) {
-  for (int attempt = 0;; ++attempt) {
-    HALITE_ASSIGN_OR_RETURN(auto lease, pool_->Acquire(Deadline()));
-    const bool reused = lease.reused();
-    Result<T> result = [&]() -> Result<T> {
-      HALITE_RETURN_IF_ERROR(EnsureSchema(*lease));
-      return body(*lease);
-    }();
-    // A pooled connection may have died while it sat idle (the server restarted): every
-    // operation here is idempotent, so it runs once more on a new connection.
-    if (!result.ok() && attempt == 0 && reused && lease->broken() &&
-        result.error().code == ErrorCode::kUnavailable) {
-      continue;
-    }
-    return result;
-  }
+  return pool_->Run<T>(Deadline(), [&](PgConnection& conn) -> Result<T> {
+    HALITE_RETURN_IF_ERROR(EnsureSchema(conn));
+    return body(conn);
+  });
 }
 
 Status PostgresJobCache::EnsureSchema(PgConnection& conn) {
-  if (schema_ready_.load(std::memory_order_acquire)) return OkStatus();
-  std::lock_guard<std::mutex> lock(schema_mu_);
-  if (schema_ready_.load(std::memory_order_relaxed)) return OkStatus();
-  Status migrated = Migrate(conn);
-  if (!migrated.ok()) {
-    if (!conn.broken()) (void)conn.Exec("ROLLBACK", Deadline());
-    return migrated;
-  }
-  schema_ready_.store(true, std::memory_order_release);
-  return OkStatus();
-}
-
-Status PostgresJobCache::Migrate(PgConnection& conn) {
-  HALITE_RETURN_IF_ERROR(conn.Exec("BEGIN", Deadline()));
-  // Masters starting together take turns; the lock ends with the transaction.
-  HALITE_RETURN_IF_ERROR(conn.Exec("SELECT pg_advisory_xact_lock(hashtext($1))",
-                                   PgParams().Text("halite-schema:" + options_.schema),
-                                   Deadline()));
-  HALITE_RETURN_IF_ERROR(conn.Exec("CREATE SCHEMA IF NOT EXISTS " + schema_quoted_, Deadline()));
-  HALITE_RETURN_IF_ERROR(conn.Exec("CREATE TABLE IF NOT EXISTS " + Table("schema_version") +
-                                       " (one boolean PRIMARY KEY DEFAULT true CHECK (one),"
-                                       " version integer NOT NULL,"
-                                       " updated timestamptz NOT NULL DEFAULT now())",
-                                   Deadline()));
-  HALITE_ASSIGN_OR_RETURN(
-      PgResult current,
-      conn.Exec("SELECT version::int8 FROM " + Table("schema_version"), Deadline()));
-  const std::int64_t version = current.rows() == 0 ? 0 : current.Int8(0, 0);
-  const auto& migrations = Migrations();
-  const auto latest = static_cast<std::int64_t>(migrations.size());
-  static_assert(kSchemaVersion == 1, "add the migration to Migrations()");
-  if (version > latest) {
-    return Error::FailedPrecondition(
-        "postgres: schema " + options_.schema + " is at version " + std::to_string(version) +
-        " but this master knows versions up to " + std::to_string(latest) +
-        ": upgrade this master, or use another schema");
-  }
-  for (std::int64_t v = version; v < latest; ++v) {
-    for (std::string_view sql : migrations[static_cast<std::size_t>(v)]) {
-      HALITE_RETURN_IF_ERROR(conn.Exec(WithSchema(sql, schema_quoted_), Deadline()));
-    }
-  }
-  if (version != latest) {
-    HALITE_RETURN_IF_ERROR(
-        conn.Exec("INSERT INTO " + Table("schema_version") +
-                      " (one, version) VALUES (true, $1::int8::int4) ON CONFLICT (one) DO UPDATE"
-                      " SET version = EXCLUDED.version, updated = now()",
-                  PgParams().Int8(latest), Deadline()));
-    spdlog::info("job cache: PostgreSQL schema {} migrated from version {} to {}", options_.schema,
-                 version, latest);
-  }
-  HALITE_RETURN_IF_ERROR(conn.Exec("COMMIT", Deadline()));
-  return OkStatus();
+  return schema_->Ensure(conn, Deadline());
 }
 
 Status PostgresJobCache::SaveJob(const Job& job) {

@@ -9,10 +9,10 @@
 #include <string_view>
 #include <utility>
 
+#include "halite/jobs/pg_connection.h"
+#include "halite/jobs/pg_schema.h"
 #include "halite/jobs/postgres_job_cache.h"
 #include "halite/wire/msgpack.h"
-#include "pg_connection.h"
-#include "postgres_job_cache_internal.h"
 
 namespace halite::jobs {
 namespace {
@@ -226,7 +226,7 @@ void PostgresJobCache::WriteBatch(std::deque<Pending>& batch) {
       }
       writer_down_ = true;
       // The schema may be gone with the server (a new cluster): check again next time.
-      schema_ready_.store(false, std::memory_order_release);
+      schema_->Invalidate();
     } else {
       spdlog::error("job cache: PostgreSQL refused {} returns: {}", batch.size(),
                     inserted.error().ToString());

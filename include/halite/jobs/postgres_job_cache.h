@@ -4,7 +4,7 @@
 //   job_minions(jid, minion_id; PK both)                     expected minions
 //   returns(jid, minion_id PK both, ret bytea, retcode, success, out, fun, master_id, stored)
 //   masters(master_id PK, seen)                              written by Check (health)
-//   schema_version(version)                                  migrations, under an advisory lock
+//   schema_version(version)                                  migrations (pg_schema.h)
 // `load` and `ret` are msgpack (bin type), so every value round-trips exactly; ids are text with
 // COLLATE "C" (byte order, as the file backend sorts). lookup_jid, list_jobs and the CLI's
 // reconciliation are each one query on a primary key.
@@ -43,6 +43,8 @@
 namespace halite::jobs {
 
 class PgConnection;
+class PgPool;
+class PgSchema;
 
 struct PostgresJobCacheOptions {
   std::string dsn;                // libpq connection string or URI (required)
@@ -71,8 +73,6 @@ struct PostgresJobCacheStats {
 
 class PostgresJobCache final : public JobCache {
  public:
-  static constexpr int kSchemaVersion = 1;
-
   // InvalidArgument for bad options or a malformed dsn; PermissionDenied / FailedPrecondition
   // when the server refuses the login or holds a newer schema. A server that cannot be reached
   // is not an error here (see the file comment).
@@ -109,8 +109,6 @@ class PostgresJobCache final : public JobCache {
     StoreCallback done;
     std::chrono::steady_clock::time_point queued;
   };
-  class Pool;
-
   explicit PostgresJobCache(const PostgresJobCacheOptions& options);
 
   std::chrono::steady_clock::time_point Deadline() const {
@@ -122,7 +120,6 @@ class PostgresJobCache final : public JobCache {
   Result<T> WithConnection(F&& body);
   // Creates or migrates the schema once per process (and again after a failure).
   Status EnsureSchema(PgConnection& conn);
-  Status Migrate(PgConnection& conn);
   std::string Table(std::string_view name) const;  // "schema".name
 
   void WriterMain();
@@ -134,11 +131,8 @@ class PostgresJobCache final : public JobCache {
   static std::size_t QueuedBytes(const Pending& p);
 
   const PostgresJobCacheOptions options_;
-  const std::string schema_quoted_;
-  std::unique_ptr<Pool> pool_;
-
-  std::mutex schema_mu_;  // serialises migrations within this process
-  std::atomic<bool> schema_ready_{false};
+  std::unique_ptr<PgSchema> schema_;
+  std::unique_ptr<PgPool> pool_;
 
   std::mutex mu_;
   std::condition_variable cv_;

@@ -1,7 +1,7 @@
-// PgConnection: the one adapter over libpq (private to jobs/). Every call is bounded by a
-// deadline (non-blocking libpq + poll), so a server that stops answering costs a timeout, never
-// a hung thread. Parameters and results use PostgreSQL's binary format with explicit type
-// OIDs, so bytes (msgpack) travel unescaped and nothing is parsed from text.
+// PgConnection: the one adapter over libpq (jobs/ and the stores that share its database). Every
+// call is bounded by a deadline (non-blocking libpq + poll), so a server that stops answering costs
+// a timeout, never a hung thread. Parameters and results use PostgreSQL's binary format with
+// explicit type OIDs, so bytes (msgpack) travel unescaped and nothing is parsed from text.
 //
 // Not thread-safe: one thread uses a connection at a time (the pool hands them out).
 #pragma once
@@ -9,13 +9,16 @@
 #include <libpq-fe.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "halite/common/check.h"
 #include "halite/common/result.h"
 
 namespace halite::jobs {
@@ -104,6 +107,64 @@ class PgConnection {
 
   PGconn* conn_;
   bool broken_ = false;
+};
+
+// Connections to one server, at most `size` open at once. Acquire blocks while all are leased.
+// Thread-safe.
+class PgPool {
+ public:
+  PgPool(std::string dsn, std::size_t size, std::chrono::milliseconds connect_timeout)
+      : dsn_(std::move(dsn)), size_(size), connect_timeout_(connect_timeout) {}
+
+  // Gives the connection back on destruction (dropped when broken).
+  class Lease {
+   public:
+    Lease(PgPool* pool, std::unique_ptr<PgConnection> conn, bool reused)
+        : pool_(pool), conn_(std::move(conn)), reused_(reused) {}
+    Lease(Lease&& other) noexcept = default;
+    ~Lease() {
+      if (pool_ != nullptr && conn_ != nullptr) pool_->Release(std::move(conn_));
+    }
+    PgConnection& operator*() const { return *conn_; }
+    PgConnection* operator->() const { return conn_.get(); }
+    bool reused() const { return reused_; }  // it had been used before this lease
+
+   private:
+    PgPool* pool_;
+    std::unique_ptr<PgConnection> conn_;
+    bool reused_;
+  };
+
+  // DeadlineExceeded when every connection stays leased until `deadline`; a connection's own
+  // errors (Unavailable, PermissionDenied...) when a new one cannot be opened.
+  Result<Lease> Acquire(PgDeadline deadline);
+
+  // Runs `body(connection)` on a pooled connection; once more on a new connection when a
+  // pooled one turns out to have died while idle (a server restart). For idempotent bodies.
+  template <typename T, typename F>
+  Result<T> Run(PgDeadline deadline, F&& body) {
+    for (int attempt = 0;; ++attempt) {
+      HALITE_ASSIGN_OR_RETURN(auto lease, Acquire(deadline));
+      const bool reused = lease.reused();
+      Result<T> result = body(*lease);
+      if (!result.ok() && attempt == 0 && reused && lease->broken() &&
+          result.error().code == ErrorCode::kUnavailable) {
+        continue;
+      }
+      return result;
+    }
+  }
+
+ private:
+  void Release(std::unique_ptr<PgConnection> conn);
+
+  const std::string dsn_;
+  const std::size_t size_;
+  const std::chrono::milliseconds connect_timeout_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<std::unique_ptr<PgConnection>> idle_ HALITE_GUARDED_BY(mu_);
+  std::size_t open_ HALITE_GUARDED_BY(mu_) = 0;  // idle + leased
 };
 
 // The SQLSTATE of a server error ("23505"), kept in the message as "[SQLSTATE 23505]".
