@@ -439,10 +439,19 @@ int main(int argc, char** argv) {
     if (include_accepted) statuses.push_back("accepted");
     if (include_rejected) statuses.push_back("rejected");
     if (include_denied) statuses.push_back("denied");
+    // The deleted minions' cached grains, pillar and mine go too (as salt-key's do).
+    auto minion_data = halite::stores::OpenMinionData(*cfg, /*feed=*/false);
+    if (!minion_data.ok()) {
+      std::cerr << "halite-key: " << minion_data.error().ToString() << "\n";
+      return 1;
+    }
     Grouped done = act("deleted", kAll, statuses, false, [&](KeyState, const std::string& id) {
-      std::error_code ec;
-      std::filesystem::remove(std::filesystem::path(cfg->cachedir) / "sessions" / id, ec);
-      std::filesystem::remove_all(std::filesystem::path(cfg->cachedir) / "minions" / id, ec);
+      if (auto gone = halite::stores::DeleteSessionKey(*cfg, id); !gone.ok()) {
+        std::cerr << "halite-key: " << gone.error().ToString() << "\n";
+      }
+      if (auto gone = (*minion_data)->Remove(id); !gone.ok()) {
+        std::cerr << "halite-key: " << gone.error().ToString() << "\n";
+      }
       auto st = halite::keys::Delete(**store, id);
       // An id in two states is deleted from both by the first.
       return st.ok() || st.error().code == halite::ErrorCode::kNotFound ? halite::OkStatus() : st;

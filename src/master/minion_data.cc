@@ -16,8 +16,8 @@
 
 namespace halite::master {
 
-Status MinionData::Store(std::string_view id, const wire::Value& grains,
-                         const wire::Value& pillar) {
+Status FileMinionData::Store(std::string_view id, const wire::Value& grains,
+                             const wire::Value& pillar) {
   const std::filesystem::path dir = dir_ / std::string(id);
   const std::string bytes = wire::Pack(wire::Value::MapOf({{"grains", grains}, {"pillar", pillar}}),
                                        wire::Packing::kBinType);
@@ -39,7 +39,7 @@ Status MinionData::Store(std::string_view id, const wire::Value& grains,
   return OkStatus();
 }
 
-Status MinionData::Remove(std::string_view id) {
+Status FileMinionData::Remove(std::string_view id) {
   std::error_code ec;
   std::filesystem::remove_all(dir_ / std::string(id), ec);
   std::lock_guard lock(mu_);
@@ -48,7 +48,21 @@ Status MinionData::Remove(std::string_view id) {
   return OkStatus();
 }
 
-std::optional<wire::Value> MinionData::ReadData(const std::filesystem::path& path) const {
+Status FileMinionData::ClearData(std::string_view id) {
+  std::error_code ec;
+  std::filesystem::remove(dir_ / std::string(id) / "data.p", ec);
+  std::lock_guard lock(mu_);
+  cache_.erase(std::string(id));
+  if (ec) return Error::Unavailable("cannot remove the cached data of " + std::string(id));
+  return OkStatus();
+}
+
+bool FileMinionData::HasMine(std::string_view id) {
+  std::error_code ec;
+  return std::filesystem::exists(dir_ / std::string(id) / "mine.p", ec);
+}
+
+std::optional<wire::Value> FileMinionData::ReadData(const std::filesystem::path& path) const {
   auto bytes = keys::ReadFile(path);
   if (!bytes.ok()) return std::nullopt;
   auto data = wire::Unpack(*bytes);
@@ -59,7 +73,7 @@ std::optional<wire::Value> MinionData::ReadData(const std::filesystem::path& pat
   return std::move(*data);
 }
 
-std::optional<wire::Value> MinionData::Pillar(std::string_view id) {
+std::optional<wire::Value> FileMinionData::Pillar(std::string_view id) {
   auto data = ReadData(dir_ / std::string(id) / "data.p");
   if (!data) return std::nullopt;
   const wire::Value* pillar = data->Find("pillar");
@@ -67,7 +81,7 @@ std::optional<wire::Value> MinionData::Pillar(std::string_view id) {
   return *pillar;
 }
 
-std::optional<wire::Value> MinionData::Grains(std::string_view id) {
+std::optional<wire::Value> FileMinionData::Grains(std::string_view id) {
   const std::filesystem::path path = dir_ / std::string(id) / "data.p";
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) return std::nullopt;
@@ -87,7 +101,7 @@ std::optional<wire::Value> MinionData::Grains(std::string_view id) {
   return *grains;
 }
 
-wire::Value MinionData::Mine(std::string_view id) {
+wire::Value FileMinionData::Mine(std::string_view id) {
   auto bytes = keys::ReadFile(dir_ / std::string(id) / "mine.p");
   if (!bytes.ok()) return wire::Value::EmptyMap();
   auto data = wire::Unpack(*bytes);
@@ -98,7 +112,7 @@ wire::Value MinionData::Mine(std::string_view id) {
   return *data;
 }
 
-Status MinionData::UpdateMine(std::string_view id, const wire::Value& data, bool clear) {
+Status FileMinionData::UpdateMine(std::string_view id, const wire::Value& data, bool clear) {
   if (!data.is_map()) return Error::InvalidArgument("mine data must be a map");
   std::lock_guard lock(mine_mu_);
   wire::Value mine = clear ? wire::Value::EmptyMap() : Mine(id);
@@ -111,7 +125,7 @@ Status MinionData::UpdateMine(std::string_view id, const wire::Value& data, bool
   return keys::WriteFileAtomic(dir / "mine.p", wire::Pack(mine, wire::Packing::kBinType), 0600);
 }
 
-Status MinionData::DeleteMine(std::string_view id, std::string_view fun) {
+Status FileMinionData::DeleteMine(std::string_view id, std::string_view fun) {
   std::lock_guard lock(mine_mu_);
   wire::Value mine = Mine(id);
   if (!mine.Erase(fun)) return OkStatus();
@@ -119,7 +133,7 @@ Status MinionData::DeleteMine(std::string_view id, std::string_view fun) {
                                wire::Pack(mine, wire::Packing::kBinType), 0600);
 }
 
-Status MinionData::FlushMine(std::string_view id) {
+Status FileMinionData::FlushMine(std::string_view id) {
   std::lock_guard lock(mine_mu_);
   std::error_code ec;
   std::filesystem::remove(dir_ / std::string(id) / "mine.p", ec);

@@ -18,13 +18,14 @@
 #include "halite/wire/crypticle.h"
 
 namespace halite::master {
-namespace {
 
-CrypticlePtr FreshKey() {
+CrypticlePtr NewSessionKey() {
   auto fresh = wire::Crypticle::FromKeyString(wire::Crypticle::GenerateKeyString());
   HALITE_CHECK(fresh.ok());
   return std::make_shared<const wire::Crypticle>(std::move(*fresh));
 }
+
+namespace {
 
 // --- memory ---------------------------------------------------------------------------------
 
@@ -66,14 +67,14 @@ class MemorySessionKeys final : public SessionKeys {
       if (it->second.key_stamp == key_stamp && now - it->second.made < lifetime_) {
         return it->second.key;
       }
-      it->second = Entry{FreshKey(), key_stamp, now, it->second.lru};
+      it->second = Entry{NewSessionKey(), key_stamp, now, it->second.lru};
       return it->second.key;
     }
     while (keys_.size() >= capacity_) {
       keys_.erase(lru_.back());
       lru_.pop_back();
     }
-    Entry entry{FreshKey(), key_stamp, now, {}};
+    Entry entry{NewSessionKey(), key_stamp, now, {}};
     if (!adopt_dir_.empty()) {
       // One stat per minion this master has not seen since it started.
       if (auto adopted = AdoptFile(adopt_dir_ / std::string(id), lifetime_, now)) {
@@ -231,12 +232,12 @@ Result<FileSessionKeys::Entry> FileSessionKeys::LoadOrCreate(std::string_view id
       }
       // Expired or corrupt: replace it. Two masters renewing at once is harmless: the last
       // rename wins and the loser's minions re-authenticate on their next request.
-      CrypticlePtr fresh = FreshKey();
+      CrypticlePtr fresh = NewSessionKey();
       HALITE_RETURN_IF_ERROR(ReplaceFile(path, fresh->key_string()));
       return Entry{fresh, MtimeOr(path, now)};
     }
     // Missing: exactly one creator wins on a shared directory; others read its key.
-    CrypticlePtr fresh = FreshKey();
+    CrypticlePtr fresh = NewSessionKey();
     HALITE_ASSIGN_OR_RETURN(bool created, CreateFile(path, fresh->key_string()));
     if (created) return Entry{fresh, MtimeOr(path, now)};
   }

@@ -1,10 +1,8 @@
 // cache.*: Salt's cache runner over the minion data cache (<cachedir>/minions/<id>/data.p and
-// mine.p). halite-run reads and clears those files itself, as salt-run does, since it runs on
-// a master with the master's config (in a cluster the cachedir is the shared folder): no
-// master needs to be up. Targets resolve as the master resolves them (accepted keys, cached
-// grains and pillar, nodegroups).
-#include <system_error>
-
+// mine.p, or PostgreSQL with `cache: postgres`). halite-run reads and clears it itself, as
+// salt-run does, since it runs on a master with the master's config (in a cluster the cachedir
+// is the shared folder, or every master uses the same database): no master needs to be up. Targets
+// resolve as the master resolves them (accepted keys, cached grains and pillar, nodegroups).
 #include "halite/master/context.h"
 #include "halite/master/minion_data.h"
 #include "halite/master/targeting.h"
@@ -28,7 +26,7 @@ Result<Targeted> Resolve(RunnerEnv& env, const BoundArgs& a) {
   const config::MasterConfig& cfg = *env.config;
   Targeted t;
   HALITE_ASSIGN_OR_RETURN(t.keys, stores::OpenMinionKeys(cfg));
-  t.data = std::make_unique<master::MinionData>(cfg.cachedir);
+  HALITE_ASSIGN_OR_RETURN(t.data, stores::OpenMinionData(cfg, /*feed=*/false));
   master::MasterContext ctx;
   ctx.config.Set(std::make_shared<const config::MasterConfig>(cfg));
   ctx.key_store = t.keys.get();
@@ -66,10 +64,8 @@ Result<RunnerResult> Pillar(RunnerEnv& env, const BoundArgs& a) {
 Result<RunnerResult> Mine(RunnerEnv& env, const BoundArgs& a) {
   HALITE_ASSIGN_OR_RETURN(Targeted t, Resolve(env, a));
   Value out = Value::EmptyMap();
-  const std::filesystem::path dir = std::filesystem::path(env.config->cachedir) / "minions";
   for (const auto& id : t.minions) {
-    std::error_code ec;
-    if (std::filesystem::exists(dir / id / "mine.p", ec)) out.Set(id, t.data->Mine(id));
+    if (t.data->HasMine(id)) out.Set(id, t.data->Mine(id));
   }
   return RunnerResult{std::move(out), ""};
 }
@@ -80,17 +76,15 @@ Result<RunnerResult> Clear(RunnerEnv& env, const BoundArgs& a, bool grains, bool
                            bool mine) {
   if (a.Get("tgt").is_nil()) return RunnerResult{false, ""};
   HALITE_ASSIGN_OR_RETURN(Targeted t, Resolve(env, a));
-  const std::filesystem::path dir = std::filesystem::path(env.config->cachedir) / "minions";
   for (const auto& id : t.minions) {
     if (mine) HALITE_RETURN_IF_ERROR(t.data->FlushMine(id));
     if (!grains && !pillar) continue;
-    std::error_code ec;
-    if (!std::filesystem::exists(dir / id / "data.p", ec)) continue;
+    // Both: the data goes, readable or not (a corrupt data.p included).
     if (grains && pillar) {
-      std::filesystem::remove(dir / id / "data.p", ec);
-      if (ec) return Error::Unavailable("cannot remove " + (dir / id / "data.p").string());
+      HALITE_RETURN_IF_ERROR(t.data->ClearData(id));
       continue;
     }
+    if (!t.data->Pillar(id)) continue;  // no data cached: nothing to keep
     std::optional<Value> kept_grains = grains ? std::nullopt : t.data->Grains(id);
     std::optional<Value> kept_pillar = pillar ? std::nullopt : t.data->Pillar(id);
     HALITE_RETURN_IF_ERROR(t.data->Store(id, kept_grains ? *kept_grains : Value(),

@@ -1,8 +1,8 @@
-// The minion data cache (salt-wire 9.5): <cachedir>/minions/<id>/data.p = msgpack-bin
-// {grains, pillar}, written on `_pillar` (atomically, but not fsync'ed: it is a cache), read
-// for grain targeting. Files are shared by every master of a cluster; reads are cached by
-// mtime. Thread-safe; blocks on disk: call from
-// worker threads.
+// The minion data cache (salt-wire 9.5): each minion's grains and pillar, stored on `_pillar`
+// and read for targeting, and its mine (salt-wire 6.2). Backends: FileMinionData (Salt's
+// localfs layout under <cachedir>/minions, shared by the masters of a shared-folder cluster)
+// and PostgreSQL (stores/postgres_minion_data.h, `cache: postgres`); stores::OpenMinionData
+// picks one from the config. Thread-safe; may block on disk or network: call from workers.
 #pragma once
 
 #include <yaml-cpp/yaml.h>
@@ -22,24 +22,49 @@ namespace halite::master {
 
 class MinionData {
  public:
-  explicit MinionData(std::filesystem::path cachedir) : dir_(std::move(cachedir) / "minions") {}
+  virtual ~MinionData() = default;
 
-  Status Store(std::string_view id, const wire::Value& grains, const wire::Value& pillar);
-  // The cached grains of `id`, or nullopt when none were stored (or the file is unreadable).
-  std::optional<wire::Value> Grains(std::string_view id);
-  // The cached pillar of `id` ({} when data.p holds none), or nullopt when no data was stored
-  // (or the file is unreadable). Read from disk on each call (minion_data_pillar.cc).
-  std::optional<wire::Value> Pillar(std::string_view id);
-  Status Remove(std::string_view id);
+  // Replaces the grains and pillar of `id` (nil for either: none).
+  virtual Status Store(std::string_view id, const wire::Value& grains,
+                       const wire::Value& pillar) = 0;
+  // The cached grains of `id`, or nullopt when none were stored (or they cannot be read).
+  virtual std::optional<wire::Value> Grains(std::string_view id) = 0;
+  // The cached pillar of `id` ({} when the stored data holds none), or nullopt when no data
+  // was stored (or it cannot be read).
+  virtual std::optional<wire::Value> Pillar(std::string_view id) = 0;
+  // Forgets the grains and pillar of `id`; its mine stays (cache.clear_all's first half).
+  virtual Status ClearData(std::string_view id) = 0;
+  // Forgets everything about `id` (its key was deleted).
+  virtual Status Remove(std::string_view id) = 0;
 
-  // The mine (salt-wire 6.2): <cachedir>/minions/<id>/mine.p = msgpack-bin {fun: data}.
-  // `clear` replaces the stored map instead of merging into it. Serialised per master by a
-  // mutex; concurrent masters on a shared dir: last writer wins for one minion's mine.
-  Status UpdateMine(std::string_view id, const wire::Value& data, bool clear);
-  Status DeleteMine(std::string_view id, std::string_view fun);
-  Status FlushMine(std::string_view id);
+  // The mine: {fun: data} per minion. `clear` replaces the stored map instead of merging.
+  virtual Status UpdateMine(std::string_view id, const wire::Value& data, bool clear) = 0;
+  virtual Status DeleteMine(std::string_view id, std::string_view fun) = 0;
+  virtual Status FlushMine(std::string_view id) = 0;
   // {} when the minion has no mine data.
-  wire::Value Mine(std::string_view id);
+  virtual wire::Value Mine(std::string_view id) = 0;
+  // Whether any mine data is stored for `id` (cache.mine lists only those minions).
+  virtual bool HasMine(std::string_view id) = 0;
+};
+
+// <cachedir>/minions/<id>/data.p = msgpack-bin {grains, pillar}, written atomically but not
+// fsync'ed (it is a cache); grains reads are cached by mtime. mine.p = msgpack-bin {fun: data},
+// serialised per master by a mutex; masters sharing the dir: last writer wins for one
+// minion's mine.
+class FileMinionData final : public MinionData {
+ public:
+  explicit FileMinionData(std::filesystem::path cachedir) : dir_(std::move(cachedir) / "minions") {}
+
+  Status Store(std::string_view id, const wire::Value& grains, const wire::Value& pillar) override;
+  std::optional<wire::Value> Grains(std::string_view id) override;
+  std::optional<wire::Value> Pillar(std::string_view id) override;  // read on each call
+  Status ClearData(std::string_view id) override;
+  Status Remove(std::string_view id) override;
+  Status UpdateMine(std::string_view id, const wire::Value& data, bool clear) override;
+  Status DeleteMine(std::string_view id, std::string_view fun) override;
+  Status FlushMine(std::string_view id) override;
+  wire::Value Mine(std::string_view id) override;
+  bool HasMine(std::string_view id) override;
 
  private:
   // The {grains, pillar} map of data.p; nullopt when missing or corrupt (logged).

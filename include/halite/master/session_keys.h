@@ -41,6 +41,9 @@ class SessionKeys {
   virtual std::size_t SizeForTest() = 0;
 };
 
+// A new random session key (what every backend hands out when it makes one).
+CrypticlePtr NewSessionKey();
+
 std::unique_ptr<SessionKeys> MakeFileSessionKeys(std::filesystem::path dir,
                                                  std::chrono::seconds lifetime);
 // At most `capacity` keys (least recently used dropped first; that minion signs in again).
