@@ -1,15 +1,21 @@
 // EtcdClient over etcd's v3 JSON gateway: one short HTTP/1.1 request per call, each bounded
-// by the options' timeout (connect, write and read together).
+// by the options' timeout (connect, write and read together); a watch reads its stream of
+// newline-separated messages until the first changes or its wait ends.
 #include "halite/cluster/etcd_client.h"
+
+#include <openssl/x509v3.h>
 
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/context.hpp>
+#include <boost/asio/ssl/stream.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/string_body.hpp>
 #include <boost/beast/http/write.hpp>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 
@@ -31,17 +37,15 @@ struct Endpoint {
   std::string text;  // as configured, for messages
   tcp::endpoint address;
   std::string host;  // for the Host header
+  bool tls = false;
 };
 
 Result<Endpoint> ParseEndpoint(const std::string& text) {
-  constexpr std::string_view kScheme = "http://";
-  if (text.rfind("https://", 0) == 0) {
-    return Error::InvalidArgument("'" + text + "': https (TLS) endpoints are not supported yet");
+  const bool tls = text.rfind("https://", 0) == 0;
+  if (!tls && text.rfind("http://", 0) != 0) {
+    return Error::InvalidArgument("'" + text + "' must start with http:// or https://");
   }
-  if (text.rfind(kScheme, 0) != 0) {
-    return Error::InvalidArgument("'" + text + "' must start with http://");
-  }
-  std::string rest = text.substr(kScheme.size());
+  std::string rest = text.substr(tls ? 8 : 7);
   if (!rest.empty() && rest.back() == '/') rest.pop_back();
   std::string host;
   std::string port;
@@ -78,7 +82,7 @@ Result<Endpoint> ParseEndpoint(const std::string& text) {
     return Error::InvalidArgument("'" + text + "': bad port '" + port + "'");
   }
   return Endpoint{text, tcp::endpoint(ip, static_cast<unsigned short>(number)),
-                  rest.substr(0, rest.size())};
+                  rest.substr(0, rest.size()), tls};
 }
 
 std::int64_t ToInt(const json& value) {
@@ -94,10 +98,47 @@ std::int64_t ToInt(const json& value) {
   return 0;
 }
 
+// The TLS context for https endpoints: peer verification on, the CA bundle, the client pair.
+Result<std::shared_ptr<asio::ssl::context>> MakeTlsContext(const EtcdOptions& options) {
+  auto ctx = std::make_shared<asio::ssl::context>(asio::ssl::context::tls_client);
+  ctx->set_options(asio::ssl::context::default_workarounds | asio::ssl::context::no_sslv2 |
+                   asio::ssl::context::no_sslv3 | asio::ssl::context::no_tlsv1 |
+                   asio::ssl::context::no_tlsv1_1);
+  ctx->set_verify_mode(asio::ssl::verify_peer);
+  boost::system::error_code ec;
+  if (options.cacert.empty()) {
+    ctx->set_default_verify_paths(ec);
+  } else {
+    ctx->load_verify_file(options.cacert, ec);
+  }
+  if (ec) return Error::InvalidArgument("etcd_cacert '" + options.cacert + "': " + ec.message());
+  if (options.cert.empty() != options.key.empty()) {
+    return Error::InvalidArgument("etcd_cert and etcd_key go together");
+  }
+  if (!options.cert.empty()) {
+    ctx->use_certificate_chain_file(options.cert, ec);
+    if (ec) return Error::InvalidArgument("etcd_cert '" + options.cert + "': " + ec.message());
+    ctx->use_private_key_file(options.key, asio::ssl::context::pem, ec);
+    if (ec) return Error::InvalidArgument("etcd_key '" + options.key + "': " + ec.message());
+  }
+  return ctx;
+}
+
+// The server's certificate must name the endpoint's address (IP literals only: no names).
+Status VerifyAddress(SSL* ssl, const Endpoint& endpoint) {
+  X509_VERIFY_PARAM* param = SSL_get0_param(ssl);
+  X509_VERIFY_PARAM_set_hostflags(param, 0);
+  if (X509_VERIFY_PARAM_set1_ip_asc(param, endpoint.address.address().to_string().c_str()) != 1) {
+    return Error::Internal(endpoint.text + ": cannot set the address to verify");
+  }
+  return OkStatus();
+}
+
 class GatewayClient final : public EtcdClient {
  public:
-  GatewayClient(std::vector<Endpoint> endpoints, std::chrono::milliseconds timeout)
-      : endpoints_(std::move(endpoints)), timeout_(timeout) {}
+  GatewayClient(std::vector<Endpoint> endpoints, std::chrono::milliseconds timeout,
+                std::shared_ptr<asio::ssl::context> tls)
+      : endpoints_(std::move(endpoints)), timeout_(timeout), tls_(std::move(tls)) {}
 
   Result<std::int64_t> GrantLease(std::chrono::seconds ttl) override {
     HALITE_ASSIGN_OR_RETURN(json reply, Call("/v3/lease/grant", json{{"TTL", ttl.count()}}));
@@ -137,18 +178,49 @@ class GatewayClient final : public EtcdClient {
   }
 
   Result<std::vector<EtcdKeyValue>> RangePrefix(const std::string& prefix) override {
-    // range_end: the prefix with its last byte incremented (etcd's "prefix" convention).
-    std::string end = prefix;
-    while (!end.empty() && static_cast<unsigned char>(end.back()) == 0xff) end.pop_back();
-    if (end.empty()) {
-      end = std::string(1, '\0');
-    } else {
-      end.back() = static_cast<char>(static_cast<unsigned char>(end.back()) + 1);
-    }
+    HALITE_ASSIGN_OR_RETURN(EtcdRange range, RangePrefixAt(prefix));
+    return std::move(range.kvs);
+  }
+
+  Result<EtcdRange> RangePrefixAt(const std::string& prefix) override {
     HALITE_ASSIGN_OR_RETURN(json reply,
                             Call("/v3/kv/range", json{{"key", wire::Base64Encode(prefix)},
-                                                      {"range_end", wire::Base64Encode(end)}}));
-    return KeyValues(reply);
+                                                      {"range_end", RangeEnd(prefix)}}));
+    EtcdRange range;
+    HALITE_ASSIGN_OR_RETURN(range.kvs, KeyValues(reply));
+    range.revision = Revision(reply);
+    return range;
+  }
+
+  Result<EtcdWatchBatch> WatchPrefix(const std::string& prefix, std::int64_t start_revision,
+                                     std::chrono::milliseconds wait) override {
+    const std::string body = json{{"create_request",
+                                   {{"key", wire::Base64Encode(prefix)},
+                                    {"range_end", RangeEnd(prefix)},
+                                    {"start_revision", std::to_string(start_revision)}}}}
+                                 .dump();
+    std::string failures;
+    for (std::size_t n = 0; n < endpoints_.size(); ++n) {
+      const std::size_t i = (current_ + n) % endpoints_.size();
+      auto batch = WatchOne(endpoints_[i], body, start_revision, wait);
+      if (batch.ok()) {
+        current_ = i;
+        return batch;
+      }
+      if (batch.error().code != ErrorCode::kUnavailable) return batch.error();
+      failures += (failures.empty() ? "" : "; ") + batch.error().message;
+    }
+    return Error::Unavailable("etcd /v3/watch: no endpoint answered: " + failures);
+  }
+
+  std::unique_ptr<EtcdClient> Clone() const override {
+    return std::make_unique<GatewayClient>(endpoints_, timeout_, tls_);
+  }
+
+  void InterruptWatches() override {
+    std::lock_guard lock(watch_mu_);
+    interrupted_ = true;
+    if (watch_io_ != nullptr) watch_io_->stop();
   }
 
   Result<EtcdKeyValue> Get(const std::string& key) override {
@@ -173,6 +245,25 @@ class GatewayClient final : public EtcdClient {
   }
 
  private:
+  // range_end for every key under `prefix`: the prefix with its last byte incremented
+  // (etcd's "prefix" convention), base64.
+  static std::string RangeEnd(const std::string& prefix) {
+    std::string end = prefix;
+    while (!end.empty() && static_cast<unsigned char>(end.back()) == 0xff) end.pop_back();
+    if (end.empty()) {
+      end = std::string(1, '\0');
+    } else {
+      end.back() = static_cast<char>(static_cast<unsigned char>(end.back()) + 1);
+    }
+    return wire::Base64Encode(end);
+  }
+
+  static std::int64_t Revision(const json& reply) {
+    if (!reply.contains("header") || !reply["header"].is_object()) return 0;
+    const json& header = reply["header"];
+    return header.contains("revision") ? ToInt(header["revision"]) : 0;
+  }
+
   // If `key`'s mod_revision equals `expected` then `op`; whether it did. (A key that does not
   // exist has mod_revision 0 in etcd's comparisons.)
   Result<bool> Txn(const std::string& key, std::int64_t expected, const json& op) {
@@ -225,8 +316,8 @@ class GatewayClient final : public EtcdClient {
 
   Result<json> CallOne(const Endpoint& endpoint, const std::string& path, std::string body) {
     asio::io_context io;
-    beast::tcp_stream stream(io);
-    stream.expires_after(timeout_);
+    beast::tcp_stream tcp_stream(io);
+    tcp_stream.expires_after(timeout_);
     beast::error_code ec = asio::error::would_block;
     auto wait = [&](const char* what) -> Status {
       io.restart();
@@ -239,24 +330,37 @@ class GatewayClient final : public EtcdClient {
       }
       return OkStatus();
     };
-    stream.async_connect(endpoint.address, [&](beast::error_code e) { ec = e; });
+    tcp_stream.async_connect(endpoint.address, [&](beast::error_code e) { ec = e; });
     HALITE_RETURN_IF_ERROR(wait("connect"));
     http::request<http::string_body> request{http::verb::post, path, 11};
     request.set(http::field::host, endpoint.host);
     request.set(http::field::content_type, "application/json");
     request.body() = std::move(body);
     request.prepare_payload();
-    ec = asio::error::would_block;
-    http::async_write(stream, request, [&](beast::error_code e, std::size_t) { ec = e; });
-    HALITE_RETURN_IF_ERROR(wait("send"));
-    beast::flat_buffer buffer;
     http::response_parser<http::string_body> parser;
     parser.body_limit(kMaxResponseBytes);
-    ec = asio::error::would_block;
-    http::async_read(stream, buffer, parser, [&](beast::error_code e, std::size_t) { ec = e; });
-    HALITE_RETURN_IF_ERROR(wait("read"));
+    auto exchange = [&](auto& stream) -> Status {
+      ec = asio::error::would_block;
+      http::async_write(stream, request, [&](beast::error_code e, std::size_t) { ec = e; });
+      HALITE_RETURN_IF_ERROR(wait("send"));
+      beast::flat_buffer buffer;
+      ec = asio::error::would_block;
+      http::async_read(stream, buffer, parser, [&](beast::error_code e, std::size_t) { ec = e; });
+      return wait("read");
+    };
+    if (endpoint.tls) {
+      if (!tls_) return Error::InvalidArgument(endpoint.text + ": no TLS context");
+      asio::ssl::stream<beast::tcp_stream&> stream(tcp_stream, *tls_);
+      HALITE_RETURN_IF_ERROR(VerifyAddress(stream.native_handle(), endpoint));
+      ec = asio::error::would_block;
+      stream.async_handshake(asio::ssl::stream_base::client, [&](beast::error_code e) { ec = e; });
+      HALITE_RETURN_IF_ERROR(wait("TLS handshake"));
+      HALITE_RETURN_IF_ERROR(exchange(stream));
+    } else {
+      HALITE_RETURN_IF_ERROR(exchange(tcp_stream));
+    }
     beast::error_code ignored;
-    stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
+    tcp_stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
     const auto& response = parser.get();
     json reply = json::parse(response.body(), nullptr, /*allow_exceptions=*/false);
     if (response.result() != http::status::ok) {
@@ -275,8 +379,154 @@ class GatewayClient final : public EtcdClient {
     return reply;
   }
 
+  // One watch on one endpoint: the stream of newline-separated JSON messages
+  // ({"result": {...}}) read until a message with events (or a cancellation) or `wait`.
+  Result<EtcdWatchBatch> WatchOne(const Endpoint& endpoint, const std::string& body,
+                                  std::int64_t start_revision, std::chrono::milliseconds wait) {
+    asio::io_context io;
+    {
+      std::lock_guard lock(watch_mu_);
+      if (interrupted_) return Error::Unavailable("etcd watch interrupted");
+      watch_io_ = &io;
+    }
+    struct Unregister {
+      GatewayClient* self;
+      ~Unregister() {
+        std::lock_guard lock(self->watch_mu_);
+        self->watch_io_ = nullptr;
+      }
+    } unregister{this};
+    beast::tcp_stream tcp_stream(io);
+    tcp_stream.expires_after(timeout_);
+    beast::error_code ec = asio::error::would_block;
+    auto run = [&]() {
+      std::unique_lock lock(watch_mu_);
+      if (interrupted_) {
+        ec = asio::error::operation_aborted;
+        return;
+      }
+      io.restart();  // under the lock, so that a stop() from now on is not undone
+      lock.unlock();
+      io.run();
+      // Stopped by InterruptWatches with the operation still pending.
+      if (ec == asio::error::would_block) ec = asio::error::operation_aborted;
+    };
+    auto failed = [&](const char* what) {
+      const std::string why = ec == beast::error::timeout
+                                  ? "no answer within " + std::to_string(timeout_.count()) + " ms"
+                                  : ec.message();
+      return Error::Unavailable(endpoint.text + ": watch: " + what + ": " + why);
+    };
+    tcp_stream.async_connect(endpoint.address, [&](beast::error_code e) { ec = e; });
+    run();
+    if (ec) return failed("connect");
+    http::request<http::string_body> request{http::verb::post, "/v3/watch", 11};
+    request.set(http::field::host, endpoint.host);
+    request.set(http::field::content_type, "application/json");
+    request.body() = body;
+    request.prepare_payload();
+    http::response_parser<http::string_body> parser;
+    parser.body_limit(kMaxResponseBytes);
+    auto exchange = [&](auto& stream) -> Result<EtcdWatchBatch> {
+      ec = asio::error::would_block;
+      http::async_write(stream, request, [&](beast::error_code e, std::size_t) { ec = e; });
+      run();
+      if (ec) return failed("send");
+      beast::flat_buffer buffer;
+      ec = asio::error::would_block;
+      http::async_read_header(stream, buffer, parser,
+                              [&](beast::error_code e, std::size_t) { ec = e; });
+      run();
+      if (ec) return failed("read");
+      if (parser.get().result() != http::status::ok) {
+        return Error::Internal("etcd /v3/watch at " + endpoint.text + ": HTTP " +
+                               std::to_string(parser.get().result_int()));
+      }
+      EtcdWatchBatch batch;
+      batch.next_revision = start_revision;
+      const auto deadline = std::chrono::steady_clock::now() + wait;
+      std::size_t consumed = 0;
+      for (;;) {
+        const std::string& text = parser.get().body();
+        for (auto nl = text.find('\n', consumed); nl != std::string::npos;
+             nl = text.find('\n', consumed)) {
+          json message = json::parse(text.substr(consumed, nl - consumed), nullptr,
+                                     /*allow_exceptions=*/false);
+          consumed = nl + 1;
+          if (!message.is_object() || !message.contains("result") ||
+              !message["result"].is_object()) {
+            return Error::Internal("etcd /v3/watch at " + endpoint.text + ": " +
+                                   message.dump().substr(0, 200));
+          }
+          const json& result = message["result"];
+          if (result.contains("canceled") && result["canceled"] == true) {
+            if (result.contains("compact_revision")) {
+              batch.compacted = true;
+              return batch;
+            }
+            return Error::Internal("etcd /v3/watch at " + endpoint.text +
+                                   ": canceled: " + result.dump().substr(0, 200));
+          }
+          if (!result.contains("events") || !result["events"].is_array()) continue;  // created
+          for (const json& event : result["events"]) {
+            if (!event.is_object() || !event.contains("kv") || !event["kv"].is_object() ||
+                !event["kv"].contains("key") || !event["kv"]["key"].is_string()) {
+              return Error::Internal("etcd /v3/watch: an event without a key");
+            }
+            const json& kv = event["kv"];
+            EtcdEvent e;
+            e.deleted = event.contains("type") && event["type"] == "DELETE";
+            HALITE_ASSIGN_OR_RETURN(e.kv.key, wire::Base64Decode(kv["key"].get<std::string>()));
+            if (kv.contains("value") && kv["value"].is_string()) {
+              HALITE_ASSIGN_OR_RETURN(e.kv.value,
+                                      wire::Base64Decode(kv["value"].get<std::string>()));
+            }
+            if (kv.contains("lease")) e.kv.lease = ToInt(kv["lease"]);
+            if (kv.contains("mod_revision")) e.kv.mod_revision = ToInt(kv["mod_revision"]);
+            batch.next_revision = std::max(batch.next_revision, e.kv.mod_revision + 1);
+            batch.events.push_back(std::move(e));
+          }
+          if (!batch.events.empty()) return batch;
+        }
+        if (parser.is_done()) return Error::Unavailable(endpoint.text + ": watch stream ended");
+        const auto left = deadline - std::chrono::steady_clock::now();
+        if (left <= std::chrono::steady_clock::duration::zero()) return batch;  // no change
+        tcp_stream.expires_after(left);
+        ec = asio::error::would_block;
+        http::async_read_some(stream, buffer, parser,
+                              [&](beast::error_code e, std::size_t) { ec = e; });
+        run();
+        if (ec == beast::error::timeout) return batch;  // waited: nothing changed
+        if (ec == http::error::body_limit) {
+          return Error::ResourceExhausted("etcd /v3/watch: more changes than one read holds");
+        }
+        if (ec) return failed("read");
+      }
+    };
+    Result<EtcdWatchBatch> batch = Error::Internal("not run");
+    if (endpoint.tls) {
+      if (!tls_) return Error::InvalidArgument(endpoint.text + ": no TLS context");
+      asio::ssl::stream<beast::tcp_stream&> stream(tcp_stream, *tls_);
+      HALITE_RETURN_IF_ERROR(VerifyAddress(stream.native_handle(), endpoint));
+      ec = asio::error::would_block;
+      stream.async_handshake(asio::ssl::stream_base::client, [&](beast::error_code e) { ec = e; });
+      run();
+      if (ec) return failed("TLS handshake");
+      batch = exchange(stream);
+    } else {
+      batch = exchange(tcp_stream);
+    }
+    beast::error_code ignored;
+    tcp_stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
+    return batch;
+  }
+
   const std::vector<Endpoint> endpoints_;
   const std::chrono::milliseconds timeout_;
+  const std::shared_ptr<asio::ssl::context> tls_;  // null without https endpoints
+  std::mutex watch_mu_;
+  asio::io_context* watch_io_ = nullptr;  // guarded by watch_mu_: the watch running now
+  bool interrupted_ = false;              // guarded by watch_mu_
   std::size_t current_ = 0;
 };
 
@@ -292,11 +542,21 @@ Result<std::unique_ptr<EtcdClient>> MakeEtcdClient(EtcdOptions options) {
   if (options.endpoints.empty()) return Error::InvalidArgument("no etcd endpoints");
   if (options.timeout.count() <= 0) return Error::InvalidArgument("etcd timeout must be > 0");
   std::vector<Endpoint> endpoints;
+  bool any_tls = false;
   for (const std::string& text : options.endpoints) {
     HALITE_ASSIGN_OR_RETURN(Endpoint endpoint, ParseEndpoint(text));
+    any_tls = any_tls || endpoint.tls;
     endpoints.push_back(std::move(endpoint));
   }
-  return std::unique_ptr<EtcdClient>(new GatewayClient(std::move(endpoints), options.timeout));
+  std::shared_ptr<asio::ssl::context> tls;
+  if (any_tls) {
+    HALITE_ASSIGN_OR_RETURN(tls, MakeTlsContext(options));
+  } else if (!options.cert.empty() || !options.cacert.empty()) {
+    return Error::InvalidArgument(
+        "etcd TLS files are set but no endpoint is https://: the keys would cross in the clear");
+  }
+  return std::unique_ptr<EtcdClient>(
+      new GatewayClient(std::move(endpoints), options.timeout, std::move(tls)));
 }
 
 }  // namespace halite::cluster

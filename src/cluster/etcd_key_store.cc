@@ -38,6 +38,7 @@ Result<std::unique_ptr<EtcdKeyStore>> EtcdKeyStore::Open(std::unique_ptr<EtcdCli
   if (auto st = store->Refresh(); !st.ok()) {
     return Error{st.error().code, "cannot read the minion keys from etcd: " + st.error().message};
   }
+  store->watcher_ = store->client_->Clone();
   store->refresher_ = std::thread([s = store.get()] { s->RefreshLoop(); });
   return store;
 }
@@ -48,6 +49,7 @@ EtcdKeyStore::~EtcdKeyStore() {
     stop_ = true;
   }
   stop_cv_.notify_all();
+  if (watcher_) watcher_->InterruptWatches();
   if (refresher_.joinable()) refresher_.join();
 }
 
@@ -55,32 +57,67 @@ void EtcdKeyStore::RefreshLoop() {
   pthread_setname_np(pthread_self(), "etcd-keys");
   bool failing = false;
   std::unique_lock lock(stop_mu_);
-  while (!stop_cv_.wait_for(lock, options_.refresh, [this] { return stop_; })) {
+  while (!stop_) {
     lock.unlock();
-    Status st = Refresh();
+    // After a failure, one full read brings the copy back (etcd may have compacted the
+    // history the watch would need); otherwise the watch returns only what changed.
+    Status st = failing ? Refresh() : Follow();
+    lock.lock();
+    if (stop_) break;  // a watch interrupted by the destructor is no failure
+    lock.unlock();
     // One line per change of state, not one per failed round.
     if (!st.ok() && !failing) {
-      spdlog::error("minion keys: cannot refresh from etcd ({}); serving the keys last read",
+      spdlog::error("minion keys: cannot follow etcd ({}); serving the keys last read",
                     st.error().message);
     } else if (st.ok() && failing) {
       spdlog::info("minion keys: etcd answers again");
     }
     failing = !st.ok();
     lock.lock();
+    // The watch waited already; after a failure, wait before trying again.
+    if (failing) stop_cv_.wait_for(lock, options_.refresh, [this] { return stop_; });
   }
 }
 
 Status EtcdKeyStore::Refresh() {
-  Result<std::vector<EtcdKeyValue>> all = [&] {
+  Result<EtcdRange> all = [&] {
     std::lock_guard lock(client_mu_);
-    return client_->RangePrefix(options_.prefix);
+    return client_->RangePrefixAt(options_.prefix);
   }();
   if (!all.ok()) return all.error();
+  full_reads_++;
   std::map<std::string, Entry, std::less<>> fresh;
-  for (auto& kv : *all)
+  for (auto& kv : all->kvs)
     fresh.emplace(std::move(kv.key), Entry{std::move(kv.value), kv.mod_revision});
   std::unique_lock lock(copy_mu_);
   copy_ = std::move(fresh);
+  next_revision_ = all->revision + 1;
+  return OkStatus();
+}
+
+Status EtcdKeyStore::Follow() {
+  std::int64_t start = 0;
+  {
+    std::shared_lock lock(copy_mu_);
+    start = next_revision_;
+  }
+  HALITE_ASSIGN_OR_RETURN(EtcdWatchBatch batch,
+                          watcher_->WatchPrefix(options_.prefix, start, options_.refresh));
+  if (batch.compacted) return Refresh();
+  std::unique_lock lock(copy_mu_);
+  for (auto& event : batch.events) {
+    auto it = copy_.find(event.kv.key);
+    // A write of this master's may be in the copy already, newer than an event still on its
+    // way: an event never takes the copy back in time.
+    if (it != copy_.end() && it->second.mod_revision > event.kv.mod_revision) continue;
+    if (event.deleted) {
+      if (it != copy_.end()) copy_.erase(it);
+    } else {
+      copy_.insert_or_assign(std::move(event.kv.key),
+                             Entry{std::move(event.kv.value), event.kv.mod_revision});
+    }
+  }
+  next_revision_ = std::max(next_revision_, batch.next_revision);
   return OkStatus();
 }
 
@@ -99,6 +136,13 @@ Result<EtcdKeyStore::Entry> EtcdKeyStore::Lookup(const std::string& key) {
     std::lock_guard lock(client_mu_);
     return client_->Get(key);
   }();
+  if (!kv.ok() && kv.error().code == ErrorCode::kUnavailable) {
+    // Without etcd the copy, a full read of every key, is the judge: nobody can have written
+    // a key since etcd went away (writes go through it), so what it lacks is absent but for
+    // writes in the last refresh period. A known minion then signs in on any master (its
+    // rejected/denied/pending checks are misses); a new key still cannot be written.
+    return Error::NotFound("no key " + key + " (judged from the copy: etcd is unavailable)");
+  }
   if (!kv.ok()) return kv.error();
   Entry entry{std::move(kv->value), kv->mod_revision};
   std::unique_lock lock(copy_mu_);

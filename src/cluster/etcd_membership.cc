@@ -33,7 +33,8 @@ class EtcdMembership final : public Membership {
   EtcdMembership(EtcdMembershipOptions options, std::unique_ptr<EtcdClient> client)
       : options_(std::move(options)),
         client_(std::move(client)),
-        key_prefix_(options_.prefix + "members/") {}
+        key_prefix_(options_.prefix + "members/"),
+        self_trees_(options_.self.trees) {}
   ~EtcdMembership() override { Stop(); }
 
   Status Start(Listener listener) override {
@@ -183,8 +184,41 @@ class EtcdMembership final : public Membership {
     if (listener_ && !others.empty()) listener_({}, others);
   }
 
+  void SetTrees(std::map<std::string, std::string> trees) override {
+    std::lock_guard lock(mu_);
+    if (trees == self_trees_) return;
+    self_trees_ = std::move(trees);
+    trees_dirty_ = true;
+  }
+
+  // This master's record with its latest trees.
+  MemberRecord SelfRecord() {
+    std::lock_guard lock(mu_);
+    MemberRecord self = options_.self;
+    self.trees = self_trees_;
+    return self;
+  }
+
+  // After `written` reached etcd: clean, unless the trees changed again meanwhile.
+  void Written(const MemberRecord& written) {
+    std::lock_guard lock(mu_);
+    if (written.trees == self_trees_) trees_dirty_ = false;
+  }
+
   Status Register() {
     const auto now = std::chrono::steady_clock::now();
+    bool dirty;
+    {
+      std::lock_guard lock(mu_);
+      dirty = trees_dirty_;
+    }
+    if (lease_ != 0 && dirty) {
+      // New trees: the same record under the same lease.
+      const MemberRecord self = SelfRecord();
+      HALITE_RETURN_IF_ERROR(
+          client_->Put(key_prefix_ + options_.self.name, MemberRecordToJson(self), lease_));
+      Written(self);
+    }
     if (lease_ != 0 && now - renewed_ < options_.ttl / 3) return OkStatus();
     if (lease_ != 0) {
       auto ttl = client_->KeepAlive(lease_);
@@ -199,8 +233,10 @@ class EtcdMembership final : public Membership {
       lease_ = 0;
     }
     HALITE_ASSIGN_OR_RETURN(std::int64_t lease, client_->GrantLease(options_.ttl));
+    const MemberRecord self = SelfRecord();
     HALITE_RETURN_IF_ERROR(
-        client_->Put(key_prefix_ + options_.self.name, MemberRecordToJson(options_.self), lease));
+        client_->Put(key_prefix_ + options_.self.name, MemberRecordToJson(self), lease));
+    Written(self);
     lease_ = lease;
     renewed_ = now;
     spdlog::info("membership: {} registered at {}{} (lease ttl {} s)", options_.self.name,
@@ -273,6 +309,8 @@ class EtcdMembership final : public Membership {
   Status leave_status_ = OkStatus();
   std::map<std::string, MemberRecord> members_;
   std::string problem_;
+  std::map<std::string, std::string> self_trees_;  // guarded by mu_
+  bool trees_dirty_ = false;                       // guarded by mu_
 };
 
 }  // namespace
@@ -286,7 +324,8 @@ std::string MemberRecordToJson(const MemberRecord& r) {
               {"health_port", r.health_port},
               {"curve_public_key", r.curve_public_key},
               {"version", r.version},
-              {"started", r.started}}
+              {"started", r.started},
+              {"trees", r.trees}}
       .dump();
 }
 
@@ -312,6 +351,11 @@ Result<MemberRecord> MemberRecordFromJson(const std::string& text) {
   port("health_port", r.health_port);
   if (j.contains("started") && j["started"].is_number_integer()) {
     r.started = j["started"].get<std::int64_t>();
+  }
+  if (j.contains("trees") && j["trees"].is_object()) {
+    for (const auto& [tree, digest] : j["trees"].items()) {
+      if (digest.is_string() && tree.size() <= 300) r.trees[tree] = digest.get<std::string>();
+    }
   }
   if (!IsValidPeerId(r.name)) return Error::InvalidArgument("member record: bad name");
   if (!IsIp(r.address)) return Error::InvalidArgument("member record: address is not an IP");

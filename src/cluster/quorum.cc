@@ -72,6 +72,55 @@ Result<std::vector<QuorumView>> ReadQuorumViews(const std::filesystem::path& dir
   return views;
 }
 
+namespace {
+
+class FileQuorumViews final : public QuorumViewStore {
+ public:
+  explicit FileQuorumViews(std::filesystem::path dir) : dir_(std::move(dir)) {}
+  Status Write(const QuorumView& view) override { return WriteQuorumView(dir_, view); }
+  Result<std::vector<QuorumView>> Read(const std::vector<std::string>& ids) override {
+    return ReadQuorumViews(dir_, ids);
+  }
+
+ private:
+  const std::filesystem::path dir_;
+};
+
+class EtcdQuorumViews final : public QuorumViewStore {
+ public:
+  EtcdQuorumViews(std::unique_ptr<EtcdClient> client, std::string prefix)
+      : client_(std::move(client)), prefix_(std::move(prefix)) {}
+  Status Write(const QuorumView& view) override {
+    return client_->Put(prefix_ + view.id, QuorumViewToText(view), 0);
+  }
+  Result<std::vector<QuorumView>> Read(const std::vector<std::string>& ids) override {
+    HALITE_ASSIGN_OR_RETURN(auto kvs, client_->RangePrefix(prefix_));
+    std::vector<QuorumView> views;
+    for (const auto& kv : kvs) {
+      const std::string id = kv.key.substr(prefix_.size());
+      if (std::find(ids.begin(), ids.end(), id) == ids.end()) continue;
+      auto view = QuorumViewFromText(id, kv.value);
+      if (view.ok()) views.push_back(std::move(*view));
+    }
+    return views;
+  }
+
+ private:
+  const std::unique_ptr<EtcdClient> client_;
+  const std::string prefix_;
+};
+
+}  // namespace
+
+std::unique_ptr<QuorumViewStore> MakeFileQuorumViews(std::filesystem::path dir) {
+  return std::make_unique<FileQuorumViews>(std::move(dir));
+}
+
+std::unique_ptr<QuorumViewStore> MakeEtcdQuorumViews(std::unique_ptr<EtcdClient> client,
+                                                     std::string prefix) {
+  return std::make_unique<EtcdQuorumViews>(std::move(client), std::move(prefix));
+}
+
 QuorumDecision DecideQuorum(std::string_view self_id,
                             const std::vector<std::string>& self_reachable,
                             const std::vector<QuorumView>& alive_views, bool self_job_cache_ok) {

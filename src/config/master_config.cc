@@ -73,6 +73,7 @@ void ReadAll(YamlMapReader& r, MasterConfig& c) {
   r.ReadInt("max_minions", c.max_minions, 0, kMaxInt);
   r.ReadBool("auth_events", c.auth_events);
   r.ReadBool("minion_data_cache", c.minion_data_cache);
+  r.ReadString("cache", c.cache);
   r.ReadBool("file_recv", c.file_recv);
   r.ReadInt("file_recv_max_size", c.file_recv_max_size, 0, 1 << 20);
 
@@ -222,9 +223,9 @@ void CheckRoots(YamlMapReader& r, std::string_view key,
 
 // An etcd endpoint as halite can use it: http://<IPv4 or [IPv6]>:<port>.
 std::string EtcdEndpointProblem(const std::string& endpoint) {
-  if (endpoint.rfind("https://", 0) == 0) return "https (TLS) is not supported yet";
-  if (endpoint.rfind("http://", 0) != 0) return "must start with http://";
-  std::string rest = endpoint.substr(7);
+  const bool tls = endpoint.rfind("https://", 0) == 0;
+  if (!tls && endpoint.rfind("http://", 0) != 0) return "must start with http:// or https://";
+  std::string rest = endpoint.substr(tls ? 8 : 7);
   if (!rest.empty() && rest.back() == '/') rest.pop_back();
   std::string host;
   std::string port;
@@ -286,12 +287,24 @@ void CheckEtcd(YamlMapReader& r, const MasterConfig& c) {
   if (c.etcd_prefix.size() < 2 || c.etcd_prefix.front() != '/' || c.etcd_prefix.back() != '/') {
     r.AddProblem("etcd_prefix", "must start and end with '/' (got " + Quoted(c.etcd_prefix) + ")");
   }
-  for (const auto& [key, value] :
-       {std::pair<std::string_view, const std::string*>{"etcd_cert", &c.etcd_cert},
-        {"etcd_key", &c.etcd_key},
-        {"etcd_cacert", &c.etcd_cacert}}) {
-    if (!value->empty()) r.AddProblem(key, "etcd TLS is not supported yet");
+  // TLS: all endpoints https or none (keys and session keys cross this link), the client
+  // pair complete, files absolute.
+  std::size_t https = 0;
+  for (const auto& e : c.etcd_endpoints) https += e.rfind("https://", 0) == 0 ? 1 : 0;
+  if (https != 0 && https != c.etcd_endpoints.size()) {
+    r.AddProblem("etcd_endpoints", "mixes http:// and https:// (use TLS for all or none)");
   }
+  if (c.etcd_cert.empty() != c.etcd_key.empty()) {
+    r.AddProblem(c.etcd_cert.empty() ? "etcd_cert" : "etcd_key",
+                 "etcd_cert and etcd_key go together (the client's certificate and its key)");
+  }
+  if (https == 0 && (!c.etcd_cert.empty() || !c.etcd_key.empty() || !c.etcd_cacert.empty())) {
+    r.AddProblem("etcd_endpoints",
+                 "etcd TLS files are set but the endpoints are http://: use https:// endpoints");
+  }
+  internal::CheckAbsolutePath(r, "etcd_cert", c.etcd_cert, /*may_be_empty=*/true);
+  internal::CheckAbsolutePath(r, "etcd_key", c.etcd_key, /*may_be_empty=*/true);
+  internal::CheckAbsolutePath(r, "etcd_cacert", c.etcd_cacert, /*may_be_empty=*/true);
 }
 
 void CheckCluster(YamlMapReader& r, const MasterConfig& c) {
@@ -353,6 +366,12 @@ void Validate(YamlMapReader& r, const MasterConfig& c) {
   internal::WarnWeakKeysize(r, "keysize", c.keysize);
   internal::CheckOneOf(r, "master_job_cache", c.master_job_cache,
                        {kJobCacheLocal, kJobCachePostgres});
+  internal::CheckOneOf(r, "cache", c.cache, {kCacheLocalfs, kCachePostgres});
+  if (c.cache == kCachePostgres && c.master_job_cache != kJobCachePostgres) {
+    r.AddProblem("cache",
+                 "postgres keeps the minion data cache in the job cache's database: it needs "
+                 "master_job_cache: postgres");
+  }
   internal::CheckOneOf(r, "publish_signing_algorithm", c.publish_signing_algorithm,
                        {"PKCS1v15-SHA1", "PKCS1v15-SHA224"});
   CheckRoots(r, "file_roots", c.file_roots);
@@ -403,6 +422,13 @@ Result<Loaded<MasterConfig>> MasterConfigFromYaml(const YAML::Node& root) {
   YamlMapReader reader(root);
   MasterConfig config;
   ReadAll(reader, config);
+  // No folder is shared with cluster_backend: etcd, so the minion data cache goes where the
+  // job cache is when that is shared (docs/cluster.md).
+  if (config.cache.empty()) {
+    config.cache = config.cluster_backend == "etcd" && config.master_job_cache == kJobCachePostgres
+                       ? kCachePostgres
+                       : kCacheLocalfs;
+  }
   Validate(reader, config);
   ReadApiKeys(reader);
   reader.WarnUnknownKeys(&internal::DescribeUnreadMasterKey);

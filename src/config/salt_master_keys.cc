@@ -23,8 +23,6 @@ constexpr SaltMasterKey kSaltMasterKeys[] = {
      "only the roots backend (file_roots) is served"},
     {"batch_safe_limit", SaltKeySupport::kNotSupported, "", "no automatic batching"},
     {"batch_safe_size", SaltKeySupport::kNotSupported, "", "no automatic batching"},
-    {"cache", SaltKeySupport::kNotSupported, "localfs",
-     "minion data is cached in cachedir/minions (localfs)"},
     {"cache_sreqs", SaltKeySupport::kIgnored, "",
      "an internal detail of salt-master with no counterpart"},
     {"clean_dynamic_modules", SaltKeySupport::kIgnored, "",

@@ -115,30 +115,35 @@ Result<std::unique_ptr<MasterDaemon>> MasterDaemon::Create(config::MasterConfig 
   impl->signing_key = master_key;
   impl->ctx.pub_key_text = wire::CleanKey(master_pub);
   const bool in_cluster = !cfg.cluster_id.empty();
-  impl->shared_pki = in_cluster ? std::filesystem::path(cfg.cluster_pki_dir) : pki_dir;
+  // With etcd nothing is shared through a folder: shared_pki is this master's own pki_dir
+  // (its published CURVE key and key-sync stamps stay local; peers read the member records).
+  const bool on_etcd = in_cluster && cfg.cluster_backend == "etcd";
+  impl->shared_pki = in_cluster && !on_etcd ? std::filesystem::path(cfg.cluster_pki_dir) : pki_dir;
   std::string aes_key_string;
   std::optional<cluster::CurveKeyPair> curve;
   if (in_cluster) {
     // Every minion-facing key is the cluster's (salt-wire 10.3): all masters look alike.
     // With etcd, masters are names and their addresses are data in their member records.
-    if (cfg.cluster_backend != "etcd") {
+    if (!on_etcd) {
       HALITE_RETURN_IF_ERROR(
           cluster::CheckClusterIdentity(cfg.id, cfg.interface, cfg.cluster_peers));
     } else if (!cluster::IsValidPeerId(cfg.id)) {
       return Error::InvalidArgument("id: '" + cfg.id + "' cannot name a cluster member");
     }
     HALITE_RETURN_IF_ERROR(keys::EnsureDir(impl->shared_pki, 0700));
-    HALITE_ASSIGN_OR_RETURN(wire::RsaPrivateKey cluster_key,
-                            keys::LoadOrCreateKeyPair(impl->shared_pki, "cluster", cfg.keysize));
-    HALITE_ASSIGN_OR_RETURN(std::string cluster_pub,
-                            keys::ReadPublicKeyText(impl->shared_pki, "cluster"));
-    HALITE_RETURN_IF_ERROR(cluster::PublishMasterKey(impl->shared_pki, cfg.id, master_pub));
+    HALITE_ASSIGN_OR_RETURN(auto cluster_keys, stores::OpenClusterKeyPair(cfg));
+    HALITE_ASSIGN_OR_RETURN(cluster::ClusterKeyPair cluster_pair,
+                            cluster_keys->LoadOrCreate(cfg.keysize, cfg.id));
+    if (!on_etcd) {
+      HALITE_RETURN_IF_ERROR(cluster::PublishMasterKey(impl->shared_pki, cfg.id, master_pub));
+    }
     HALITE_ASSIGN_OR_RETURN(impl->cluster_aes, stores::OpenClusterAes(cfg));
     HALITE_ASSIGN_OR_RETURN(aes_key_string, impl->cluster_aes->LoadOrCreate());
     HALITE_ASSIGN_OR_RETURN(curve,
                             cluster::LoadOrCreateCurveKeys(pki_dir, impl->shared_pki, cfg.id));
-    impl->signing_key = cluster_key;
-    impl->ctx.pub_key_text = wire::CleanKey(cluster_pub);
+    HALITE_ASSIGN_OR_RETURN(impl->quorum_views, stores::OpenQuorumViews(cfg));
+    impl->signing_key = cluster_pair.key;
+    impl->ctx.pub_key_text = wire::CleanKey(cluster_pair.pub_text);
   } else {
     // A fresh AES key at every start (as Salt): minions re-authenticate on their first
     // failed decrypt, and the publish serial can safely start at 1 again.
@@ -150,18 +155,15 @@ Result<std::unique_ptr<MasterDaemon>> MasterDaemon::Create(config::MasterConfig 
   HALITE_ASSIGN_OR_RETURN(impl->key_store,
                           stores::OpenMinionKeys(impl->config, impl->key_sync.get()));
   impl->minion_keys = std::make_unique<master::MinionKeys>(*impl->key_store);
-  // Masters of a cluster share session keys through files in the shared cachedir; a single
+  // Masters of a cluster share session keys (files in the shared cachedir, or etcd); a single
   // master is the only reader, so memory is enough (and saves an inode per minion); it only
   // takes over session files salt-master left (docs/migrate.md).
-  impl->session_keys =
-      in_cluster
-          ? master::MakeFileSessionKeys(cachedir / "sessions", cfg.publish_session)
-          : master::MakeMemorySessionKeys(cfg.publish_session, master::MinionKeys::kDefaultCapacity,
-                                          cachedir / "sessions");
+  HALITE_ASSIGN_OR_RETURN(impl->session_keys,
+                          stores::OpenSessionKeys(cfg, master::MinionKeys::kDefaultCapacity));
   auto aes = wire::Crypticle::FromKeyString(aes_key_string);
   if (!aes.ok()) return aes.error().WithContext("cluster AES key");
   impl->aes = std::make_unique<master::AesKeyRing>(std::move(*aes));
-  impl->minion_data = std::make_unique<master::MinionData>(cachedir);
+  HALITE_ASSIGN_OR_RETURN(impl->minion_data, stores::OpenMinionData(cfg, /*feed=*/true));
   impl->renderer = MakeRendererPool(cfg);
 
   jobs::JobCacheRegistry registry;
@@ -261,7 +263,8 @@ Result<std::unique_ptr<MasterDaemon>> MasterDaemon::Create(config::MasterConfig 
   ctx.event_limits = impl->event_limits.get();
   ctx.recent_jobs = &impl->recent_jobs;
   ctx.presence = &impl->presence;
-  ctx.storage_lost = &impl->storage_lost;
+  impl->MakeHealthChecker();
+  ctx.storage_lost = &impl->health->storage_lost();
   ctx.leaving = &impl->leaving;
   if (!cfg.peer_run.empty()) ctx.peer_runner = MakePeerRunner(cfg);
 
@@ -294,18 +297,21 @@ Status MasterDaemon::Start() {
     impl_->cluster_loop->Start();
     HALITE_RETURN_IF_ERROR(impl_->peers->Start());
     impl_->StartStorageScan();
-    if (impl_->membership) {
+    if (impl_->config.cluster_backend == "etcd") {
       impl_->membership->SetLeaveHandler(
           [raw = impl_.get()](const cluster::LeaveRequest& r) { raw->OnLeaveRequested(r); });
       HALITE_RETURN_IF_ERROR(impl_->membership->Start(cluster::PeerLinksFollowing(*impl_->peers)));
+    } else {
+      // The peer channel has its configured peers already: nothing to follow.
+      HALITE_RETURN_IF_ERROR(impl_->membership->Start(nullptr));
     }
   }
   HALITE_RETURN_IF_ERROR(impl_->request_server->Start());
   Impl* raw = impl_.get();
-  raw->health_checker = std::thread([raw] { raw->RunHealthChecks(); });
+  raw->health->Start();
   if (impl_->config.health_port != 0) {
     impl_->health_server = std::make_unique<cluster::HealthServer>(
-        impl_->config.interface, impl_->config.health_port, [raw] { return raw->Health(); },
+        impl_->config.interface, impl_->config.health_port, [raw] { return raw->health->Report(); },
         [raw] { return raw->Metrics(); });
     HALITE_RETURN_IF_ERROR(impl_->health_server->Start());
   }
@@ -333,6 +339,7 @@ void MasterDaemon::RunUntilStopped() {
         impl.presence_reporter.Tick(impl.presence, *impl.publisher, 2 * interval);
       }
       // Maintenance: job retention and the rotation drop file (salt-wire 5.1, 9.5).
+      if (impl.membership) impl.workers->Post([&impl] { impl.RefreshTreeDigests(); });
       impl.workers->Post([&impl] {
         // keep_jobs_seconds can change on SIGHUP: read it from the live config.
         const auto keep = impl.ctx.config->keep_jobs_seconds;
@@ -365,9 +372,10 @@ void MasterDaemon::RunUntilStopped() {
           if (r.ok()) {
             rotated = *r;
           } else {
-            spdlog::error("the rotation the drop file asked for did not happen: {} (write "
-                          "the drop file again)",
-                          r.error().ToString());
+            spdlog::error(
+                "the rotation the drop file asked for did not happen: {} (write "
+                "the drop file again)",
+                r.error().ToString());
           }
         } else if (shared.ok() && shared->age >= impl.config.publish_session) {
           auto r = impl.cluster_aes->Rotate(impl.config.id, impl.config.publish_session);
@@ -465,12 +473,7 @@ void MasterDaemon::Stop() {
   if (impl.health_server) impl.health_server->Stop();
   impl.StopLeaving();
   if (impl.membership) impl.membership->Stop();  // deregisters: the others close their links
-  {
-    std::lock_guard lock(impl.health_mu);
-    impl.health_stop = true;
-  }
-  impl.health_cv.notify_all();
-  if (impl.health_checker.joinable()) impl.health_checker.join();
+  if (impl.health) impl.health->Stop();
   if (impl.request_server) impl.request_server->StopIntake();
   if (impl.workers) impl.workers->Shutdown();
   if (impl.key_sync) impl.key_sync->Shutdown();  // answers the sign-ins waiting for a flush

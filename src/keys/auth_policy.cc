@@ -168,7 +168,16 @@ Result<AuthDecision> DecideAuth(KeyStore& store, const AuthPolicyOptions& option
   };
 
   const bool auto_reject = MatchesPattern(id, options.autoreject_patterns);
-  HALITE_ASSIGN_OR_RETURN(const bool auto_sign, AutoSign(store, options, id));
+  // Asked only where a key would otherwise wait as pending: a stub is consumed then, and a
+  // sign-in with the accepted key never lists the stubs (a round trip to etcd).
+  std::optional<bool> auto_sign_memo;
+  auto auto_sign = [&]() -> Result<bool> {
+    if (!auto_sign_memo) {
+      HALITE_ASSIGN_OR_RETURN(const bool yes, AutoSign(store, options, id));
+      auto_sign_memo = yes;
+    }
+    return *auto_sign_memo;
+  };
 
   if (options.open_mode) {
     if (auto refused = refuse_unusable()) return *refused;
@@ -205,7 +214,8 @@ Result<AuthDecision> DecideAuth(KeyStore& store, const AuthPolicyOptions& option
       HALITE_RETURN_IF_ERROR(store.Write(KeyState::kRejected, id, pub));
       return Decision(AuthVerdict::kRejected, "reject", "new key rejected by autoreject_file");
     }
-    if (!auto_sign) {
+    HALITE_ASSIGN_OR_RETURN(const bool sign, auto_sign());
+    if (!sign) {
       HALITE_RETURN_IF_ERROR(store.Write(KeyState::kPending, id, pub));
       return Decision(AuthVerdict::kPending, "pend", "new key placed in pending");
     }
@@ -225,10 +235,12 @@ Result<AuthDecision> DecideAuth(KeyStore& store, const AuthPolicyOptions& option
     if (auto refused = refuse_unusable()) return *refused;
     HALITE_RETURN_IF_ERROR(store.Write(KeyState::kDenied, id, pub));
     // Salt reports act "denied" only when the key is not being auto-signed.
-    return Decision(AuthVerdict::kDenied, auto_sign ? "" : "denied",
+    HALITE_ASSIGN_OR_RETURN(const bool sign, auto_sign());
+    return Decision(AuthVerdict::kDenied, sign ? "" : "denied",
                     "key differs from the pending key; recorded in minions_denied");
   }
-  if (!auto_sign) {
+  HALITE_ASSIGN_OR_RETURN(const bool sign, auto_sign());
+  if (!sign) {
     return Decision(AuthVerdict::kPending, "pend", "key is pending; accept it with halite-key -a");
   }
   Status removed = store.Remove(KeyState::kPending, id);

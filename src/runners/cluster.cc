@@ -29,7 +29,7 @@ Result<std::unique_ptr<cluster::EtcdClient>> Etcd(const config::MasterConfig& cf
     return Error::FailedPrecondition("cluster_backend is '" + cfg.cluster_backend +
                                      "': members are in etcd only with cluster_backend: etcd");
   }
-  return cluster::MakeEtcdClient({cfg.etcd_endpoints});
+  return cluster::MakeEtcdClient(stores::EtcdOptionsFor(cfg));
 }
 
 Result<std::vector<cluster::MemberRecord>> LiveMembers(const config::MasterConfig& cfg) {
@@ -168,9 +168,9 @@ Result<RunnerResult> HaproxyConfig(RunnerEnv& env, const BoundArgs& a) {
 }
 
 // Moves what a shared-folder cluster keeps that etcd now holds (minion keys in every state,
-// the cluster AES key) into etcd, without re-keying a minion: keys are copied verbatim, the
-// AES key is adopted only when etcd has none. Never overwrites: an id whose key in etcd
-// differs is listed under conflicts. Running it again imports nothing twice.
+// the cluster AES key, the cluster key pair) into etcd, without re-keying a minion: keys are copied
+// verbatim, the AES key is adopted only when etcd has none. Never overwrites: an id whose key in
+// etcd differs is listed under conflicts. Running it again imports nothing twice.
 Result<RunnerResult> ImportToEtcd(RunnerEnv& env, const BoundArgs&) {
   const config::MasterConfig& cfg = *env.config;
   if (cfg.cluster_backend != "etcd") {
@@ -223,10 +223,30 @@ Result<RunnerResult> ImportToEtcd(RunnerEnv& env, const BoundArgs&) {
   } else if (key.error().code != ErrorCode::kNotFound) {
     return key.error();
   }
+  // The pair minions pinned as the master's: the one thing that must not change.
+  std::string keypair = "none in the folder";
+  if (auto pair = cluster::MakeFileClusterKeyPair(pki)->Read(); pair.ok()) {
+    HALITE_ASSIGN_OR_RETURN(auto store, stores::OpenClusterKeyPair(cfg));
+    HALITE_ASSIGN_OR_RETURN(bool adopted, store->Adopt(*pair));
+    if (adopted) {
+      keypair = "imported";
+    } else {
+      HALITE_ASSIGN_OR_RETURN(cluster::ClusterKeyPair current, store->Read());
+      if (current.key.ToPem() == pair->key.ToPem()) {
+        keypair = "already in etcd";
+      } else {
+        keypair = "etcd holds another pair: kept";
+        conflicts.emplace_back(store->Where());
+      }
+    }
+  } else if (pair.error().code != ErrorCode::kNotFound) {
+    return pair.error();
+  }
   return RunnerResult{Value::MapOf({{"minion_keys", std::move(imported)},
                                     {"already_in_etcd", Value(already)},
                                     {"conflicts", Value(std::move(conflicts))},
-                                    {"aes", Value(aes)}}),
+                                    {"aes", Value(aes)},
+                                    {"cluster_keypair", Value(keypair)}}),
                       ""};
 }
 
@@ -295,8 +315,8 @@ void AddClusterRunners(RunnerTable& table) {
              R"(
     Moves a shared-folder cluster into etcd (run once, with cluster_backend: etcd and
     etcd_endpoints set and cluster_pki_dir still pointing at the shared folder): minion keys
-    in every state and the cluster AES key, verbatim, so no minion is re-keyed. Never
-    overwrites what etcd holds; conflicts are listed. Safe to run again.
+    in every state, the cluster AES key and the cluster key pair, verbatim, so no minion is
+    re-keyed. Never overwrites what etcd holds; conflicts are listed. Safe to run again.
 
     CLI Example:
 

@@ -21,10 +21,17 @@
 namespace halite::cluster {
 
 struct EtcdOptions {
-  // "http://127.0.0.1:2379": IP literals only (halite never resolves names). https is not
-  // supported yet. Tried in order, starting with the last one that answered.
+  // "http://127.0.0.1:2379" or "https://10.0.0.5:2379": IP literals only (halite never
+  // resolves names). Tried in order, starting with the last one that answered.
   std::vector<std::string> endpoints;
   std::chrono::milliseconds timeout{2000};
+  // TLS for https endpoints (PEM files). The server's certificate must chain to `cacert`
+  // (the system's CAs when empty) and name the endpoint's IP address in its subjectAltName.
+  // `cert` and `key`: this client's certificate, for etcd's --client-cert-auth; both or
+  // neither.
+  std::string cacert{};
+  std::string cert{};
+  std::string key{};
 };
 
 struct EtcdKeyValue {
@@ -32,6 +39,27 @@ struct EtcdKeyValue {
   std::string value;
   std::int64_t lease = 0;
   std::int64_t mod_revision = 0;
+};
+
+// A range read with the revision it was read at (the store's revision then).
+struct EtcdRange {
+  std::vector<EtcdKeyValue> kvs;
+  std::int64_t revision = 0;
+};
+
+// A change to a watched key: written (kv holds the new value) or deleted (kv.key only).
+struct EtcdEvent {
+  bool deleted = false;
+  EtcdKeyValue kv;
+};
+
+// What one WatchPrefix call saw: the changes from its start revision, in order, and where the
+// next call starts. `compacted`: etcd no longer holds the history from the start revision (it
+// was compacted away); read the whole range again and watch from its revision.
+struct EtcdWatchBatch {
+  std::vector<EtcdEvent> events;
+  std::int64_t next_revision = 0;
+  bool compacted = false;
 };
 
 class EtcdClient {
@@ -48,6 +76,19 @@ class EtcdClient {
   virtual Status Delete(const std::string& key) = 0;
   // Every key that starts with `prefix`, in key order.
   virtual Result<std::vector<EtcdKeyValue>> RangePrefix(const std::string& prefix) = 0;
+  // The same, with the revision it was read at: a watch from revision + 1 misses nothing.
+  virtual Result<EtcdRange> RangePrefixAt(const std::string& prefix) = 0;
+  // The changes to keys under `prefix` from `start_revision` on (etcd's /v3/watch), waiting up
+  // to `wait` for the first: an empty batch (next_revision = start_revision) when nothing
+  // changed in that time. Blocks for up to `wait` plus the timeout: give it a client of its
+  // own (Clone).
+  virtual Result<EtcdWatchBatch> WatchPrefix(const std::string& prefix, std::int64_t start_revision,
+                                             std::chrono::milliseconds wait) = 0;
+  // A client with the same endpoints and options (for a second thread).
+  virtual std::unique_ptr<EtcdClient> Clone() const = 0;
+  // From any thread: a WatchPrefix waiting now, and every later one, returns at once
+  // (Unavailable). For stopping the thread that watches; the other calls are unaffected.
+  virtual void InterruptWatches() = 0;
   // One key; NotFound when there is none.
   virtual Result<EtcdKeyValue> Get(const std::string& key) = 0;
   // Writes `value` only if the key's mod_revision is still `expected` (0: only if the key does

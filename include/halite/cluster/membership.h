@@ -1,6 +1,11 @@
-// Cluster membership: who the masters of a cluster are, live. One backend today: etcd
-// (cluster_backend: etcd); the `files` backend is still the static cluster_peers list read
-// by the daemon.
+// Cluster membership: who the masters of a cluster are. Two backends:
+//
+// files (cluster_backend: files): the configured masters, fixed at start (this master and
+// cluster_peers, each named by its address). Each master writes its record to
+// <cluster_pki_dir>/members/<name>.json (again when its trees change) and reads the others'
+// every `period`, so cluster.status names masters that serve different trees here too. No
+// joins or leaves at runtime: Leave is FailedPrecondition (edit cluster_peers and restart);
+// problem() says when the record cannot be written.
 //
 // etcd: each master registers `<prefix>members/<name>` under a lease (ttl, renewed every
 // ttl/3) holding its MemberRecord as JSON; one "membership" thread renews the lease, re-reads
@@ -18,7 +23,9 @@
 
 #include <chrono>
 #include <cstdint>
+#include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -38,6 +45,10 @@ struct MemberRecord {
   std::string curve_public_key;  // z85, for the peer channel
   std::string version;
   std::int64_t started = 0;  // unix seconds
+  // What this master serves from its own disk, one digest per tree: "file_roots/<saltenv>",
+  // "pillar_roots/<saltenv>" -> 16 hex digits (daemon/tree_digests.h). Masters that differ
+  // are named by cluster.status (cluster_backend: etcd keeps the trees local to each master).
+  std::map<std::string, std::string> trees{};
   bool operator==(const MemberRecord&) const = default;
 };
 
@@ -73,11 +84,23 @@ class Membership {
   virtual bool left() const = 0;
   // Deregisters (revokes the lease, bounded by the client's timeout) and joins the thread.
   virtual void Stop() = 0;
+  // Replaces the `trees` of this master's record; the record is written again at the next
+  // round when they changed (the lease and the peer links are untouched). Thread-safe.
+  virtual void SetTrees(std::map<std::string, std::string> trees) = 0;
   // The members last seen, this master included once registered; sorted by name.
   virtual std::vector<MemberRecord> Members() const = 0;
   // Empty while the backend answers; otherwise why not.
   virtual std::string problem() const = 0;
 };
+
+struct FileMembershipOptions {
+  MemberRecord self;
+  std::filesystem::path dir;       // <cluster_pki_dir>/members
+  std::vector<std::string> peers;  // the other masters' names (cluster_peers)
+  std::chrono::milliseconds period{1000};
+};
+
+std::unique_ptr<Membership> MakeFileMembership(FileMembershipOptions options);
 
 struct EtcdMembershipOptions {
   MemberRecord self;

@@ -25,10 +25,12 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "halite/cluster/etcd_client.h"
 #include "halite/common/result.h"
 
 namespace halite::cluster {
@@ -55,11 +57,26 @@ Status WriteQuorumView(const std::filesystem::path& dir, const QuorumView& view)
 Result<std::vector<QuorumView>> ReadQuorumViews(const std::filesystem::path& dir,
                                                 const std::vector<std::string>& ids);
 
+// Where the views live: files in <cluster_pki_dir>/quorum (the functions above), or etcd keys
+// `<prefix>quorum/<id>` (cluster_backend: etcd, where there is no shared folder). Either way a
+// round writes one view and reads the others'; Read is Unavailable when the store cannot be
+// read at all (then the round decides nothing). Not thread-safe: the health thread owns it.
+class QuorumViewStore {
+ public:
+  virtual ~QuorumViewStore() = default;
+  virtual Status Write(const QuorumView& view) = 0;
+  virtual Result<std::vector<QuorumView>> Read(const std::vector<std::string>& ids) = 0;
+};
+std::unique_ptr<QuorumViewStore> MakeFileQuorumViews(std::filesystem::path dir);
+// `prefix`: e.g. "/halite/quorum/". The client should have a short timeout: a round waits on it.
+std::unique_ptr<QuorumViewStore> MakeEtcdQuorumViews(std::unique_ptr<EtcdClient> client,
+                                                     std::string prefix);
+
 struct QuorumDecision {
   bool serving = true;
-  std::vector<std::string> side;    // this master's side, sorted, self included
-  std::vector<std::string> winner;  // the side that serves, sorted
-  std::vector<std::string> alive;   // every master taken as alive, sorted
+  std::vector<std::string> side;            // this master's side, sorted, self included
+  std::vector<std::string> winner;          // the side that serves, sorted
+  std::vector<std::string> alive;           // every master taken as alive, sorted
   std::vector<std::string> job_cache_down;  // the alive masters whose job cache is down, sorted
 };
 

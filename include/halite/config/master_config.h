@@ -27,6 +27,9 @@ namespace halite::config {
 // Values accepted by master_job_cache.
 inline constexpr std::string_view kJobCacheLocal = "local_cache";
 inline constexpr std::string_view kJobCachePostgres = "postgres";
+// Values accepted by cache (the minion data cache).
+inline constexpr std::string_view kCacheLocalfs = "localfs";
+inline constexpr std::string_view kCachePostgres = "postgres";
 
 struct MasterConfig {
   // --- Identity, sockets, files. ---
@@ -53,6 +56,11 @@ struct MasterConfig {
   int max_minions = 0;  // 0: no limit; else a new minion beyond this many accepted keys is "full"
   bool auth_events = true;
   bool minion_data_cache = true;
+  // Where the minion data cache lives (Salt's `cache`): kCacheLocalfs (<cachedir>/minions) or
+  // kCachePostgres (the job cache's database, master_job_cache: postgres). Parse* fills it
+  // when unset: postgres with cluster_backend: etcd and a postgres job cache (no folder is
+  // shared then), localfs otherwise.
+  std::string cache;
   bool file_recv = false;        // cp.push from minions into <cachedir>/minions/<id>/files
   int file_recv_max_size = 100;  // MiB per pushed file
 
