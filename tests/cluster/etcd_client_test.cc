@@ -17,11 +17,13 @@ namespace {
 
 using namespace std::chrono_literals;
 
-TEST(EtcdClientTest, EndpointsMustBeHttpWithAnIpAndAPort) {
+TEST(EtcdClientTest, EndpointsMustBeHttpOrHttpsWithAnIpAndAPort) {
   EXPECT_TRUE(CheckEtcdEndpoint("http://127.0.0.1:2379").ok());
   EXPECT_TRUE(CheckEtcdEndpoint("http://[::1]:2379/").ok());
-  for (const char* bad : {"https://127.0.0.1:2379", "http://etcd:2379", "http://127.0.0.1",
-                          "127.0.0.1:2379", "http://127.0.0.1:0", "http://127.0.0.1:99999"}) {
+  EXPECT_TRUE(CheckEtcdEndpoint("https://127.0.0.1:2379").ok());
+  for (const char* bad :
+       {"ftp://127.0.0.1:2379", "https://etcd:2379", "http://etcd:2379", "http://127.0.0.1",
+        "127.0.0.1:2379", "http://127.0.0.1:0", "http://127.0.0.1:99999"}) {
     EXPECT_EQ(CheckEtcdEndpoint(bad).error().code, ErrorCode::kInvalidArgument) << bad;
   }
   EXPECT_FALSE(MakeEtcdClient({{}}).ok());
@@ -65,6 +67,7 @@ TEST(MemberRecordTest, RoundTripsAndRejectsWhatCannotBeALink) {
   MemberRecord r{
       "m1",    "127.0.0.5", 4520, 4505, 4506, 4510, "rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7",
       "0.1.0", 1700000000};
+  r.trees = {{"file_roots/base", "0123456789abcdef"}, {"pillar_roots/base", "fedcba9876543210"}};
   auto back = MemberRecordFromJson(MemberRecordToJson(r));
   ASSERT_TRUE(back.ok()) << back.error().ToString();
   EXPECT_EQ(*back, r);

@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "halite/cluster/peer_frame.h"
+#include "halite/cluster/publish_forwarding.h"
 #include "halite/keys/fs.h"
 #include "loopback.h"
 
@@ -763,6 +764,56 @@ TEST_F(PeerChannelTest, StartFailsWhenThePortIsTakenOrTheContextHasAZapHandler) 
     EXPECT_NE(status.error().message.find("ZAP"), std::string::npos);
   }
   loop.Stop();
+}
+
+// Publish forwarding over the channel: a publish goes once to every peer; the receiving
+// master delivers each jid once however often it arrives (a resend, or a jid it published
+// itself from the job cache), and drops a forward older than max_age.
+TEST_F(PeerChannelTest, ForwardedPublishesAreDeliveredOnceAndStaleOnesDropped) {
+  for (const char* id : {"m1", "m2"}) Declare(id);
+  Launch("m1");
+  Launch("m2");
+  ASSERT_TRUE(WaitUntil([&] { return MeshConnected(); }));
+  RecentSet sent_jids(100), received_jids(100);
+  std::vector<std::string> delivered;
+  PublishForwarder m1(node("m1").channel(), sent_jids, [](const std::string&, const wire::Value&) {
+    ADD_FAILURE() << "m1 received a publish";
+  });
+  PublishForwarder m2(node("m2").channel(), received_jids,
+                      [&](const std::string& jid, const wire::Value& load) {
+                        EXPECT_EQ(load.FindStr("jid") ? *load.FindStr("jid") : "", jid);
+                        delivered.push_back(jid);
+                      });
+  for (const char* jid : {"20261205000000000001", "20261205000000000002"}) {
+    ASSERT_TRUE(m1.Forward(wire::Value::MapOf({{"jid", jid}, {"fun", "test.ping"}})).ok());
+  }
+  EXPECT_TRUE(sent_jids.Contains("20261205000000000001"));  // its own: never published twice
+  ASSERT_TRUE(node("m2").inbox().WaitForCount("m1", 2));
+  std::vector<PeerMessage> got = node("m2").inbox().Messages("m1");
+  ASSERT_EQ(got.size(), 2u);
+  for (const PeerMessage& message : got) EXPECT_EQ(message.kind, "publish");
+  // Each delivered once, however often it comes; one the job cache scan published here
+  // already is not delivered again.
+  received_jids.Insert("20261205000000000002");
+  for (int round = 0; round < 2; ++round) {
+    for (const PeerMessage& message : got) m2.OnPeerPublish("m1", message.payload);
+  }
+  EXPECT_EQ(delivered, std::vector<std::string>{"20261205000000000001"});
+  EXPECT_EQ(m2.forwarded(), 1u);
+  // Too old, malformed: dropped, and the stale one counted.
+  const auto old = std::chrono::duration_cast<std::chrono::seconds>(
+                       std::chrono::system_clock::now().time_since_epoch())
+                       .count() -
+                   121;
+  m2.OnPeerPublish(
+      "m1", wire::Pack(wire::Value::MapOf(
+                           {{"ts", static_cast<long long>(old)},  // NOLINT
+                            {"load", wire::Value::MapOf({{"jid", "20261205000000000003"}})}}),
+                       wire::Packing::kBinType));
+  m2.OnPeerPublish("m1", "not msgpack at all");
+  m2.OnPeerPublish("m1", wire::Pack(wire::Value::MapOf({{"ts", 1}}), wire::Packing::kBinType));
+  EXPECT_EQ(m2.stale_dropped(), 1u);
+  EXPECT_EQ(delivered.size(), 1u);
 }
 
 }  // namespace

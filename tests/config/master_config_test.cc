@@ -625,17 +625,38 @@ etcd_cert: /etc/halite/etcd.crt
   EXPECT_THAT(
       Lines(error.message),
       ElementsAre(
-          "etcd_endpoints[0]: https (TLS) is not supported yet (got 'https://127.0.0.9:2379')",
           "etcd_endpoints[1]: the host must be an IP address (halite never resolves names) (got "
           "'http://etcd.example.com:2379')",
           "etcd_endpoints[2]: needs a port (http://IP:2379) (got 'http://127.0.0.9')",
-          "etcd_endpoints[3]: must start with http:// (got '127.0.0.9:2379')",
+          "etcd_endpoints[3]: must start with http:// or https:// (got '127.0.0.9:2379')",
+          "etcd_endpoints: mixes http:// and https:// (use TLS for all or none)",
           "etcd_prefix: must start and end with '/' (got 'halite')",
-          "etcd_cert: etcd TLS is not supported yet",
           // Not in the document: after the keys that are, in the order of the lines.
           "interface: cluster_backend: etcd needs the address peers reach this master at (it "
-          "goes into the member record), not '0.0.0.0'"))
+          "goes into the member record), not '0.0.0.0'",
+          "etcd_key: etcd_cert and etcd_key go together (the client's certificate and its key)"))
       << error.message;
+  // TLS files with plain endpoints would send keys in the clear: refused.
+  EXPECT_THAT(Lines(ParseError("id: m1\ninterface: 127.0.0.5\ncluster_id: p\ncluster_backend: "
+                               "etcd\netcd_endpoints: [http://127.0.0.9:2379]\netcd_cacert: "
+                               "/etc/halite/ca.pem\n")
+                        .message),
+              ElementsAre("etcd_endpoints: etcd TLS files are set but the endpoints are http://: "
+                          "use https:// endpoints"));
+  const MasterConfig tls = ParseOk(R"(
+id: m1
+interface: 127.0.0.5
+cluster_id: prod
+cluster_backend: etcd
+etcd_endpoints: [https://127.0.0.9:2379, https://127.0.0.10:2379]
+etcd_cacert: /etc/halite/etcd-ca.pem
+etcd_cert: /etc/halite/etcd-client.pem
+etcd_key: /etc/halite/etcd-client.key
+)")
+                               .config;
+  EXPECT_EQ(tls.etcd_cacert, "/etc/halite/etcd-ca.pem");
+  EXPECT_EQ(tls.etcd_cert, "/etc/halite/etcd-client.pem");
+  EXPECT_EQ(tls.etcd_key, "/etc/halite/etcd-client.key");
   EXPECT_THAT(Lines(ParseError("cluster_backend: zookeeper\n").message),
               ElementsAre("cluster_backend: must be files or etcd (got 'zookeeper')"));
   EXPECT_THAT(Lines(ParseError("interface: 127.0.0.5\ncluster_backend: etcd\n").message),

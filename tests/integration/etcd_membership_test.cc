@@ -1,7 +1,7 @@
 // Masters that find each other through a real etcd (cluster_backend: etcd, issue 17 first
 // piece): no cluster_peers, ids are names; they register under a lease, see each other join
-// and leave live, and a publish on one reaches the minions of the others. The shared folder
-// still holds the cluster keys and .aes (not yet in etcd), but no peers/ file is read.
+// and leave live, and a publish on one reaches the minions of the others. These masters still
+// share a folder (the local job cache); etcd_cluster_test.cc runs a cluster with none at all.
 #include <gtest/gtest.h>
 
 #include <future>
@@ -13,6 +13,7 @@
 #include "halite/cluster/shared_state.h"
 #include "halite/keys/fs_key_store.h"
 #include "halite/keys/key_admin.h"
+#include "halite/keys/master_keys.h"
 #include "halite/wire/rsa.h"
 #include "harness.h"
 #include "http_client.h"
@@ -356,6 +357,46 @@ TEST_F(EtcdMembershipTest, HaproxyFollowsJoinAndLeaveWithoutRestart) {
   EXPECT_EQ(Metric(m1.ip(), 4510, "halite_connected_minions{master=\"m1\"}").value_or(-1), 0);
 }
 
+// With etcd each master serves file_roots and pillar_roots from its own disk: each publishes
+// a digest per tree in its member record, and cluster.status names the masters that differ,
+// until they serve the same files again.
+TEST_F(EtcdMembershipTest, MastersServingDifferentTreesAreNamedByClusterStatus) {
+  MasterUnderTest& m1 = AddMaster("m1");
+  MasterUnderTest& m2 = AddMaster("m2");
+  std::string last;
+  ASSERT_TRUE(LinksBecome(m1, {{"m2", true}}, 30s, &last)) << last;
+  auto warnings = [&] {
+    const nlohmann::json status = Status(m1);
+    last = status.dump();
+    return status.contains("warnings") ? status["warnings"] : nlohmann::json();
+  };
+  WriteFile(m1.dir() / "states" / "top.sls", "base:\n  '*': [web]\n");
+  WriteFile(m2.dir() / "states" / "top.sls", "base:\n  '*': [db]\n");
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        const auto w = warnings();
+        return w.is_array() && w.size() == 1 &&
+               w[0].get<std::string>().rfind("file_roots/base differs between masters: m1 serves ",
+                                             0) == 0 &&
+               w[0].get<std::string>().find("; m2 serves ") != std::string::npos;
+      },
+      30s, 500ms))
+      << last;
+  // The operator deploys the same tree on m2: the warning goes.
+  WriteFile(m2.dir() / "states" / "top.sls", "base:\n  '*': [web]\n");
+  ASSERT_TRUE(WaitFor([&] { return warnings() == nlohmann::json::array(); }, 30s, 500ms)) << last;
+  // A pillar tree only one master has is a difference too.
+  WriteFile(m2.dir() / "pillar" / "common.sls", "x: 1\n");
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        const auto w = warnings();
+        return w.is_array() && w.size() == 1 &&
+               w[0].get<std::string>().rfind("pillar_roots/base differs", 0) == 0;
+      },
+      30s, 500ms))
+      << last;
+}
+
 // The minion keys live in etcd (cluster::EtcdKeyStore), not in the shared folder: a minion
 // that signs in on one master is pending for halite-key run against another master's config,
 // accepted there, and then answers jobs from both; no key file is written anywhere.
@@ -446,6 +487,9 @@ TEST_F(EtcdMembershipTest, ImportToEtcdMovesASharedFolderClusterWithoutReKeying)
   auto alpha_key = *wire::RsaPrivateKey::Generate(2048);
   auto beta_key = *wire::RsaPrivateKey::Generate(2048);
   std::string aes_before;
+  // The pair alpha pinned as "the master": made by the shared-folder cluster.
+  auto cluster_key = keys::LoadOrCreateKeyPair(shared / "pki", "cluster", 2048);
+  ASSERT_TRUE(cluster_key.ok());
   {
     auto files = keys::FsKeyStore::Open(shared / "pki");
     ASSERT_TRUE(files.ok());
@@ -474,21 +518,27 @@ TEST_F(EtcdMembershipTest, ImportToEtcdMovesASharedFolderClusterWithoutReKeying)
           {{"minions", 1}, {"minions_pre", 1}, {"minions_rejected", 0}, {"minions_denied", 0}}))
       << run.out;
   EXPECT_EQ(report["aes"], "imported") << run.out;
+  EXPECT_EQ(report["cluster_keypair"], "imported") << run.out;
   auto again = nlohmann::json::parse(
       m1.Cli("halite-run", {"--out", "json", "cluster.import_to_etcd"}).out, nullptr, false);
   EXPECT_EQ(again["already_in_etcd"], 2) << again.dump();
   EXPECT_EQ(again["aes"], "already in etcd") << again.dump();
+  EXPECT_EQ(again["cluster_keypair"], "already in etcd") << again.dump();
   EXPECT_EQ(again["minion_keys"]["minions"], 0) << again.dump();
 
   // The folder's keys may go now: the master reads etcd only.
   std::filesystem::remove_all(shared / "pki" / "minions");
   std::filesystem::remove_all(shared / "pki" / "minions_pre");
   std::filesystem::remove(shared / "pki" / ".aes");
+  std::filesystem::remove(shared / "pki" / "cluster.pem");
+  std::filesystem::remove(shared / "pki" / "cluster.pub");
   m1.Start();
   zmq::context_t ctx;
   RawMinion alpha("alpha", alpha_key, "tcp://" + m1.ip() + ":4506");
-  auto auth = alpha.Auth(ctx, std::nullopt);
+  // Signed with the pair alpha knows: a minion that pinned it keeps trusting the master.
+  auto auth = alpha.Auth(ctx, cluster_key->PublicKey());
   ASSERT_TRUE(auth.ok()) << auth.error().ToString();
+  EXPECT_TRUE(auth->signature_ok) << "the master signs with another pair after the import";
   ASSERT_TRUE(auth->aes.has_value())
       << "alpha is not accepted after the import: " << auth->inner.ToJson();
   EXPECT_EQ(auth->aes->key_string(), aes_before);

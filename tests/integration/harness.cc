@@ -331,6 +331,10 @@ CommandResult MasterUnderTest::Cli(const std::string& tool, const std::vector<st
 MinionUnderTest::MinionUnderTest(const std::filesystem::path& root, MinionSpec spec)
     : dir_(root / ("minion-" + spec.id)), spec_(std::move(spec)) {
   config_ = dir_ / "minion.conf";
+  WriteConfig();
+}
+
+void MinionUnderTest::WriteConfig() {
   std::ostringstream c;
   c << "id: " << spec_.id << "\n"
     << "master: " << spec_.master_ip << "\n"
@@ -344,6 +348,13 @@ MinionUnderTest::MinionUnderTest(const std::filesystem::path& root, MinionSpec s
     << "request_protocol_version: " << spec_.protocol << "\n"
     << spec_.extra_yaml << "\n";
   WriteFile(config_, c.str());
+}
+
+void MinionUnderTest::MoveTo(const std::string& master_ip) {
+  Stop();
+  spec_.master_ip = master_ip;
+  WriteConfig();
+  Start();
 }
 
 void MinionUnderTest::Start() {

@@ -119,6 +119,7 @@ class MasterUnderTest {
   void WaitReady();
   bool Alive() { return process_ && process_->Alive(); }
   pid_t pid() const { return process_ ? process_->pid() : -1; }
+  const std::string& id() const { return spec_.id; }
   int Stop(int sig = SIGTERM);
   void Kill();
   const std::filesystem::path& config() const { return config_; }
@@ -178,8 +179,12 @@ class MinionUnderTest {
   bool Alive();
   std::string Log() const;
   const std::filesystem::path& dir() const { return dir_; }
+  // Stops the minion and starts it again against `master_ip`, keeping its directory (its key
+  // and the master key it pinned): a minion that moves to another master.
+  void MoveTo(const std::string& master_ip);
 
  private:
+  void WriteConfig();
   std::filesystem::path dir_;
   std::filesystem::path config_;
   MinionSpec spec_;

@@ -17,6 +17,7 @@
 #include "halite/keys/fs_key_store.h"
 #include "halite/wire/crypticle.h"
 #include "harness.h"
+#include "http_client.h"
 
 namespace halite::testing {
 namespace {
@@ -62,11 +63,6 @@ class FilesBackend final : public Backend {
 };
 
 // One etcd for the whole suite; each test gets a prefix of its own.
-EtcdServer* SharedEtcd() {
-  static std::unique_ptr<EtcdServer> etcd = EtcdServer::Start(UniqueLoopbackIp());
-  return etcd.get();
-}
-
 class EtcdBackend final : public Backend {
  public:
   EtcdBackend() {
@@ -355,8 +351,10 @@ TEST(EtcdKeyStoreTest, WithEtcdDownKnownKeysAreStillReadAndWritesFail) {
   ASSERT_FALSE(written.ok());
   EXPECT_EQ(written.error().code, ErrorCode::kUnavailable);
   EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
-  // A key the copy does not hold cannot be judged: Unavailable, not "no such key".
-  EXPECT_EQ(store.Read(KeyState::kAccepted, "web3").error().code, ErrorCode::kUnavailable);
+  // A key the copy does not hold is judged by the copy (a full read of every key: with etcd
+  // away nobody can have written one since), so a known minion's rejected/denied/pending
+  // checks answer and it signs in on any master.
+  EXPECT_EQ(store.Read(KeyState::kAccepted, "web3").error().code, ErrorCode::kNotFound);
   // Refreshes keep failing meanwhile; the copy is not emptied by them, and it lists.
   EXPECT_FALSE(store.Refresh().ok());
   EXPECT_EQ(store.Read(KeyState::kAccepted, "web1").value(), kPem);
@@ -364,6 +362,54 @@ TEST(EtcdKeyStoreTest, WithEtcdDownKnownKeysAreStillReadAndWritesFail) {
   ASSERT_TRUE(etcd->Restart());
   EXPECT_TRUE(WaitFor([&] { return store.Write(KeyState::kAccepted, "web2", kPem).ok(); }, 10s));
   EXPECT_EQ(store.List(KeyState::kAccepted).value(), (std::vector<std::string>{"web1", "web2"}));
+}
+
+// The copy follows etcd's watch: a change or removal made elsewhere (another master,
+// etcdctl) reaches it without a full read of every key, an idle store reads nothing, and when
+// etcd compacts the history the store was watching from, one full read brings it back.
+TEST(EtcdKeyStoreTest, TheCopyFollowsTheWatchAndReadsEverythingOnlyAfterACompaction) {
+  auto etcd = EtcdServer::Start(UniqueLoopbackIp());
+  ASSERT_NE(etcd, nullptr);
+  auto client = cluster::MakeEtcdClient({{etcd->endpoint()}});
+  auto other = cluster::MakeEtcdClient({{etcd->endpoint()}});
+  ASSERT_TRUE(client.ok() && other.ok());
+  auto opened = cluster::EtcdKeyStore::Open(std::move(client).value(), {"/w/keys/", 200ms});
+  ASSERT_TRUE(opened.ok()) << opened.error().ToString();
+  auto& store = **opened;
+  EXPECT_EQ(store.full_reads(), 1u);
+  const std::string key = "/w/keys/minions/web1";
+  ASSERT_TRUE((*other)->Put(key, std::string(kPem), 0).ok());
+  ASSERT_EQ(store.Read(KeyState::kAccepted, "web1").value(), kPem);  // now in the copy
+  // Changed and removed elsewhere: the copy follows (a read would keep answering from the
+  // copy otherwise: it holds the key).
+  const std::string changed = std::string(kPem) + "\n";
+  ASSERT_TRUE((*other)->Put(key, changed, 0).ok());
+  EXPECT_TRUE(WaitFor(
+      [&] { return store.Read(KeyState::kAccepted, "web1").value_or("") == changed; }, 10s));
+  ASSERT_TRUE((*other)->Delete(key).ok());
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        auto read = store.Read(KeyState::kAccepted, "web1");
+        return !read.ok() && read.error().code == ErrorCode::kNotFound;
+      },
+      10s));
+  EXPECT_EQ(store.full_reads(), 1u) << "changes came by full reads, not by the watch";
+  // History compacted past where the store watches from (writes under another prefix move
+  // the revision; the store saw none of them): one full read, and it follows again.
+  for (int i = 0; i < 3; ++i)
+    ASSERT_TRUE((*other)->Put("/elsewhere/" + std::to_string(i), "x", 0).ok());
+  auto now = (*other)->RangePrefixAt("/elsewhere/");
+  ASSERT_TRUE(now.ok());
+  auto compacted = HttpCall(etcd->ip(), 2379, "POST", "/v3/kv/compaction", {},
+                            "{\"revision\":\"" + std::to_string(now->revision) + "\"}");
+  ASSERT_EQ(compacted.status, 200) << compacted.body;
+  // Its next watch (each waits at most the refresh period) starts below the compaction.
+  EXPECT_TRUE(WaitFor([&] { return store.full_reads() == 2u; }, 10s)) << store.full_reads();
+  const std::string again = std::string(kPem) + "\n\n";
+  ASSERT_TRUE((*other)->Put(key, again, 0).ok());
+  EXPECT_TRUE(
+      WaitFor([&] { return store.Read(KeyState::kAccepted, "web1").value_or("") == again; }, 10s));
+  EXPECT_EQ(store.full_reads(), 2u);
 }
 
 // Opening without etcd is an error that says so (a master does not start blind).

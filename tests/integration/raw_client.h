@@ -52,6 +52,7 @@ class RawMinion {
   Result<wire::Value> Pillar(zmq::context_t& ctx, const wire::Crypticle& session,
                              wire::Value grains, const std::string& saltenv = "base",
                              const wire::Value& extra = wire::Value());  // more load keys
+  const wire::RsaPrivateKey& key() const { return key_; }
   // "salt" signed with this minion's key, as the tok of its requests.
   Result<std::string> Token() const { return key_.X931Sign("salt"); }
   // Any aes request, built by hand so that a test can get each part wrong on purpose.
