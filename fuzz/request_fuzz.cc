@@ -194,7 +194,7 @@ struct Harness {
     session_keys = master::MakeFileSessionKeys(fs::path(config.cachedir) / "sessions",
                                                std::chrono::seconds(86400));
     aes = std::make_unique<master::AesKeyRing>(*wire::Crypticle::FromKeyString(kAesKey));
-    minion_data = std::make_unique<master::MinionData>(config.cachedir);
+    minion_data = std::make_unique<master::FileMinionData>(config.cachedir);
 
     ctx.config.Set(std::make_shared<const halite::config::MasterConfig>(config));
     ctx.auth_policy.Set(std::make_shared<const halite::keys::AuthPolicyOptions>());

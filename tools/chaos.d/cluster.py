@@ -234,10 +234,13 @@ job_cache:
         if not wait_until(lambda: all(self.healthy(ip) for ip in self.ips), 60):
             raise RuntimeError("masters did not become healthy; see " + self.work)
 
-    def start_haproxy(self):
+    def start_haproxy(self, extra_args=()):
+        """HAProxy from cluster.haproxy_config on the first master (`extra_args`: more
+        key=value arguments, such as stats_socket=PATH)."""
         cfg = subprocess.run([self.bin("halite-run"), "-c", self.conf(self.ips[0]),
                               "cluster.haproxy_config", f"bind={self.haproxy_ip}",
-                              "maxconn=4000"], check=True, capture_output=True, text=True)
+                              "maxconn=4000", *extra_args],
+                             check=True, capture_output=True, text=True)
         hcfg = os.path.join(self.work, "haproxy.cfg")
         with open(hcfg, "w") as f:
             f.write(cfg.stdout)
@@ -304,6 +307,32 @@ job_cache:
                 self.pg_ctl("stop")
             except subprocess.CalledProcessError:
                 pass
+
+
+def stock_minion(root, mid, master_ip, salt_src, shim, logfile_level="info"):
+    """Writes a stock salt-minion's config under `root` (its own pki, cache, sock and log
+    dirs) and returns (argv, env) to start it from the Salt tree `salt_src` with the shims of
+    ../shared/protocol/test-vectors.md section 1 in `shim`."""
+    for d in ("conf", "pki", "cache", "sock", "log"):
+        os.makedirs(os.path.join(root, d), exist_ok=True)
+    with open(os.path.join(root, "conf", "minion"), "w") as f:
+        f.write(f"""id: {mid}
+master: {master_ip}
+user: root
+root_dir: {root}
+pki_dir: {root}/pki
+cachedir: {root}/cache
+sock_dir: {root}/sock
+pidfile: {root}/minion.pid
+log_file: {root}/log/minion
+log_level: warning
+log_level_logfile: {logfile_level}
+""")
+    env = dict(os.environ, PYTHONPATH=f"{salt_src}:{shim}", REFBENCH_LOOPBACK_ONLY="1",
+               PATH="/usr/sbin:/usr/bin:/sbin:/bin")
+    argv = ["/usr/bin/python3", f"{salt_src}/scripts/salt-minion", "-c",
+            os.path.join(root, "conf"), "-l", "warning"]
+    return argv, env
 
 
 def parse_cli(stdout):

@@ -5,8 +5,11 @@ of three halite-masters, against the publish replay (issue 16, docs/failure-mode
 1. The minion's master is killed with -9 and a job is published on another master at once,
    while the minion's publish connection is still moving: the job must reach it when it is
    back, and run once (the replay).
-2. A new subscriber makes the masters replay that job while it is still live: the minion,
-   which already ran that jid, must drop it (Salt's jid_queue, minion_jid_queue_hwm).
+2. A new subscriber makes the masters replay that job while it is still live. The replay
+   leaves out minions whose return a master saw (target "( tgt ) and not L@<them>"), so the
+   minion receives it and its own matcher drops it; a minion whose return was not seen yet
+   would get it and drop it by Salt's jid_queue (minion_jid_queue_hwm). Either way it must not
+   run twice.
 The job appends a line to a file on each run, so the file counts the executions.
 
   tools/chaos.d/stock_minion.py [--bin build/asan/src/apps] [--salt-src /tmp/ref/salt3007]
@@ -24,7 +27,7 @@ import time
 import types
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cluster import Cluster, log, parse_cli, wait_until  # noqa: E402
+from cluster import Cluster, log, parse_cli, stock_minion, wait_until  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -54,29 +57,11 @@ def main():
         c.start_haproxy()
         log(f"halite-masters {' '.join(c.ips)} behind haproxy {c.haproxy_ip}")
         root = os.path.join(work, "stock-1")
-        for d in ("conf", "pki", "cache", "sock", "log"):
-            os.makedirs(os.path.join(root, d), exist_ok=True)
-        with open(os.path.join(root, "conf", "minion"), "w") as f:
-            f.write(f"""id: stock-1
-master: {c.haproxy_ip}
-master_port: 4506
-publish_port: 4505
-user: root
-root_dir: {root}
-pki_dir: {root}/pki
-cachedir: {root}/cache
-sock_dir: {root}/sock
-pidfile: {root}/minion.pid
-log_file: {root}/log/minion
-log_level: warning
-log_level_logfile: debug
-""")
-        env = dict(os.environ, PYTHONPATH=f"{a.salt_src}:{a.shim}", REFBENCH_LOOPBACK_ONLY="1",
-                   PATH="/usr/sbin:/usr/bin:/sbin:/bin")
+        # Debug in its log file: the check below reads "PubChannel received" lines.
+        argv, env = stock_minion(root, "stock-1", c.haproxy_ip, a.salt_src, a.shim, "debug")
         out = open(os.path.join(root, "stdout.log"), "ab")
-        minion = subprocess.Popen(["/usr/bin/python3", f"{a.salt_src}/scripts/salt-minion", "-c",
-                                   os.path.join(root, "conf"), "-l", "warning"], env=env,
-                                  stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        minion = subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                  start_new_session=True)
         c.procs["stock-1"] = minion
         ver = subprocess.run(["/usr/bin/python3", f"{a.salt_src}/scripts/salt-minion",
                               "--version"], env=env, capture_output=True, text=True).stdout
@@ -127,19 +112,27 @@ log_level_logfile: debug
                        for ip in c.ips if ip != victim) > before
         if not wait_until(replayed_again, 60, step=0.5):
             raise RuntimeError("the late subscribers caused no replay")
-        # Proof the minion got the replayed publish: Salt logs "Executing command ... with jid"
-        # before its jid_queue check.
+        # Proof the minion got the replayed publish: Salt logs each publish it receives
+        # ("PubChannel received"), then matches its target.
         log_path = os.path.join(root, "log", "minion")
+
+        def received(text):
+            return sum(1 for line in text.splitlines()
+                       if "PubChannel received" in line and f"'jid': '{jid}'" in line)
 
         def seen_twice():
             text = open(log_path).read() if os.path.exists(log_path) else ""
-            return text.count(f"with jid {jid}") >= 2
+            return received(text) >= 2
         wait_until(seen_twice, 20, step=0.5)
         text = open(log_path).read()
         n2 = open(runs).read().count("ran")
-        log(f"after the replay: the minion logged 'Executing command ... with jid {jid}' "
-            f"{text.count(f'with jid {jid}')} times and the job ran {n2} time(s)")
-        ok = n1 == 1 and n2 == 1 and text.count(f"with jid {jid}") >= 2 and "stock-1" in r.stdout
+        not_targeted = sum(1 for line in text.splitlines()
+                           if "compound_match" in line and f"not L@stock-1" in line
+                           and "=> " in line and line.rstrip().endswith('not True"'))
+        log(f"after the replay: the minion received jid {jid} {received(text)} times, "
+            f"logged 'Executing command' {text.count(f'with jid {jid}')} time(s), matched a "
+            f"replay target that leaves it out {not_targeted} time(s); the job ran {n2} time(s)")
+        ok = n1 == 1 and n2 == 1 and received(text) >= 2 and "stock-1" in r.stdout
         print("RESULT: " + ("PASS" if ok else "FAIL"))
     except RuntimeError as e:
         print(f"stock_minion: {e}", file=sys.stderr)
