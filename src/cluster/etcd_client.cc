@@ -192,11 +192,12 @@ class GatewayClient final : public EtcdClient {
     return range;
   }
 
-  Result<EtcdWatchBatch> WatchPrefix(const std::string& prefix, std::int64_t start_revision,
-                                     std::chrono::milliseconds wait) override {
+  Result<EtcdWatchBatch> WatchRange(const std::string& from, const std::string& to,
+                                    std::int64_t start_revision,
+                                    std::chrono::milliseconds wait) override {
     const std::string body = json{{"create_request",
-                                   {{"key", wire::Base64Encode(prefix)},
-                                    {"range_end", RangeEnd(prefix)},
+                                   {{"key", wire::Base64Encode(from)},
+                                    {"range_end", wire::Base64Encode(to)},
                                     {"start_revision", std::to_string(start_revision)}}}}
                                  .dump();
     std::string failures;
@@ -248,14 +249,7 @@ class GatewayClient final : public EtcdClient {
   // range_end for every key under `prefix`: the prefix with its last byte incremented
   // (etcd's "prefix" convention), base64.
   static std::string RangeEnd(const std::string& prefix) {
-    std::string end = prefix;
-    while (!end.empty() && static_cast<unsigned char>(end.back()) == 0xff) end.pop_back();
-    if (end.empty()) {
-      end = std::string(1, '\0');
-    } else {
-      end.back() = static_cast<char>(static_cast<unsigned char>(end.back()) + 1);
-    }
-    return wire::Base64Encode(end);
+    return wire::Base64Encode(PrefixEnd(prefix));
   }
 
   static std::int64_t Revision(const json& reply) {
@@ -330,13 +324,7 @@ class GatewayClient final : public EtcdClient {
       }
       return OkStatus();
     };
-    tcp_stream.async_connect(endpoint.address, [&](beast::error_code e) { ec = e; });
-    HALITE_RETURN_IF_ERROR(wait("connect"));
-    http::request<http::string_body> request{http::verb::post, path, 11};
-    request.set(http::field::host, endpoint.host);
-    request.set(http::field::content_type, "application/json");
-    request.body() = std::move(body);
-    request.prepare_payload();
+    const http::request<http::string_body> request = Request(endpoint, path, std::move(body));
     http::response_parser<http::string_body> parser;
     parser.body_limit(kMaxResponseBytes);
     auto exchange = [&](auto& stream) -> Status {
@@ -348,19 +336,7 @@ class GatewayClient final : public EtcdClient {
       http::async_read(stream, buffer, parser, [&](beast::error_code e, std::size_t) { ec = e; });
       return wait("read");
     };
-    if (endpoint.tls) {
-      if (!tls_) return Error::InvalidArgument(endpoint.text + ": no TLS context");
-      asio::ssl::stream<beast::tcp_stream&> stream(tcp_stream, *tls_);
-      HALITE_RETURN_IF_ERROR(VerifyAddress(stream.native_handle(), endpoint));
-      ec = asio::error::would_block;
-      stream.async_handshake(asio::ssl::stream_base::client, [&](beast::error_code e) { ec = e; });
-      HALITE_RETURN_IF_ERROR(wait("TLS handshake"));
-      HALITE_RETURN_IF_ERROR(exchange(stream));
-    } else {
-      HALITE_RETURN_IF_ERROR(exchange(tcp_stream));
-    }
-    beast::error_code ignored;
-    tcp_stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
+    HALITE_RETURN_IF_ERROR(OverStream(endpoint, tcp_stream, ec, wait, exchange));
     const auto& response = parser.get();
     json reply = json::parse(response.body(), nullptr, /*allow_exceptions=*/false);
     if (response.result() != http::status::ok) {
@@ -417,27 +393,23 @@ class GatewayClient final : public EtcdClient {
                                   : ec.message();
       return Error::Unavailable(endpoint.text + ": watch: " + what + ": " + why);
     };
-    tcp_stream.async_connect(endpoint.address, [&](beast::error_code e) { ec = e; });
-    run();
-    if (ec) return failed("connect");
-    http::request<http::string_body> request{http::verb::post, "/v3/watch", 11};
-    request.set(http::field::host, endpoint.host);
-    request.set(http::field::content_type, "application/json");
-    request.body() = body;
-    request.prepare_payload();
+    auto step = [&](const char* what) -> Status {
+      run();
+      if (ec) return failed(what);
+      return OkStatus();
+    };
+    const http::request<http::string_body> request = Request(endpoint, "/v3/watch", body);
     http::response_parser<http::string_body> parser;
     parser.body_limit(kMaxResponseBytes);
     auto exchange = [&](auto& stream) -> Result<EtcdWatchBatch> {
       ec = asio::error::would_block;
       http::async_write(stream, request, [&](beast::error_code e, std::size_t) { ec = e; });
-      run();
-      if (ec) return failed("send");
+      HALITE_RETURN_IF_ERROR(step("send"));
       beast::flat_buffer buffer;
       ec = asio::error::would_block;
       http::async_read_header(stream, buffer, parser,
                               [&](beast::error_code e, std::size_t) { ec = e; });
-      run();
-      if (ec) return failed("read");
+      HALITE_RETURN_IF_ERROR(step("read"));
       if (parser.get().result() != http::status::ok) {
         return Error::Internal("etcd /v3/watch at " + endpoint.text + ": HTTP " +
                                std::to_string(parser.get().result_int()));
@@ -503,22 +475,40 @@ class GatewayClient final : public EtcdClient {
         if (ec) return failed("read");
       }
     };
-    Result<EtcdWatchBatch> batch = Error::Internal("not run");
-    if (endpoint.tls) {
-      if (!tls_) return Error::InvalidArgument(endpoint.text + ": no TLS context");
-      asio::ssl::stream<beast::tcp_stream&> stream(tcp_stream, *tls_);
-      HALITE_RETURN_IF_ERROR(VerifyAddress(stream.native_handle(), endpoint));
-      ec = asio::error::would_block;
-      stream.async_handshake(asio::ssl::stream_base::client, [&](beast::error_code e) { ec = e; });
-      run();
-      if (ec) return failed("TLS handshake");
-      batch = exchange(stream);
-    } else {
-      batch = exchange(tcp_stream);
-    }
-    beast::error_code ignored;
-    tcp_stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
-    return batch;
+    return OverStream(endpoint, tcp_stream, ec, step, exchange);
+  }
+
+  static http::request<http::string_body> Request(const Endpoint& endpoint, const std::string& path,
+                                                  std::string body) {
+    http::request<http::string_body> request{http::verb::post, path, 11};
+    request.set(http::field::host, endpoint.host);
+    request.set(http::field::content_type, "application/json");
+    request.body() = std::move(body);
+    request.prepare_payload();
+    return request;
+  }
+
+  // Connects `tcp_stream` to the endpoint, shakes hands over TLS for an https one, runs
+  // `exchange` over the stream (a Status or a Result) and shuts the socket down. `step(what)`
+  // runs the io_context until the pending operation set `ec`, and says what failed.
+  template <class Step, class Fn>
+  auto OverStream(const Endpoint& endpoint, beast::tcp_stream& tcp_stream, beast::error_code& ec,
+                  Step& step, Fn& exchange) -> decltype(exchange(tcp_stream)) {
+    tcp_stream.async_connect(endpoint.address, [&](beast::error_code e) { ec = e; });
+    HALITE_RETURN_IF_ERROR(step("connect"));
+    auto shut = [&](auto result) {
+      beast::error_code ignored;
+      tcp_stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
+      return result;
+    };
+    if (!endpoint.tls) return shut(exchange(tcp_stream));
+    if (!tls_) return Error::InvalidArgument(endpoint.text + ": no TLS context");
+    asio::ssl::stream<beast::tcp_stream&> stream(tcp_stream, *tls_);
+    HALITE_RETURN_IF_ERROR(VerifyAddress(stream.native_handle(), endpoint));
+    ec = asio::error::would_block;
+    stream.async_handshake(asio::ssl::stream_base::client, [&](beast::error_code e) { ec = e; });
+    HALITE_RETURN_IF_ERROR(step("TLS handshake"));
+    return shut(exchange(stream));
   }
 
   const std::vector<Endpoint> endpoints_;
@@ -531,6 +521,14 @@ class GatewayClient final : public EtcdClient {
 };
 
 }  // namespace
+
+std::string EtcdClient::PrefixEnd(const std::string& prefix) {
+  std::string end = prefix;
+  while (!end.empty() && static_cast<unsigned char>(end.back()) == 0xff) end.pop_back();
+  if (end.empty()) return std::string(1, '\0');  // every key
+  end.back() = static_cast<char>(static_cast<unsigned char>(end.back()) + 1);
+  return end;
+}
 
 Status CheckEtcdEndpoint(const std::string& endpoint) {
   auto parsed = ParseEndpoint(endpoint);

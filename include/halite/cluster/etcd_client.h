@@ -82,8 +82,16 @@ class EtcdClient {
   // to `wait` for the first: an empty batch (next_revision = start_revision) when nothing
   // changed in that time. Blocks for up to `wait` plus the timeout: give it a client of its
   // own (Clone).
-  virtual Result<EtcdWatchBatch> WatchPrefix(const std::string& prefix, std::int64_t start_revision,
-                                             std::chrono::milliseconds wait) = 0;
+  Result<EtcdWatchBatch> WatchPrefix(const std::string& prefix, std::int64_t start_revision,
+                                     std::chrono::milliseconds wait) {
+    return WatchRange(prefix, PrefixEnd(prefix), start_revision, wait);
+  }
+  // The same for the keys in [from, to): several adjacent prefixes in one watch.
+  virtual Result<EtcdWatchBatch> WatchRange(const std::string& from, const std::string& to,
+                                            std::int64_t start_revision,
+                                            std::chrono::milliseconds wait) = 0;
+  // The first key after every key that starts with `prefix` (etcd's range_end for a prefix).
+  static std::string PrefixEnd(const std::string& prefix);
   // A client with the same endpoints and options (for a second thread).
   virtual std::unique_ptr<EtcdClient> Clone() const = 0;
   // From any thread: a WatchPrefix waiting now, and every later one, returns at once
