@@ -1,5 +1,8 @@
-// Membership on etcd: a lease, a member record under it, and a poll of the member list, all
-// on one "membership" thread that owns the EtcdClient.
+// Membership on etcd: a lease and a member record under it, kept by the "membership" thread
+// that owns the EtcdClient; a "membership-watch" thread with a client of its own follows
+// <prefix>leave/ and <prefix>members/ (adjacent in key order: one /v3/watch) and wakes the
+// membership thread, which then reads the list. While the watch fails, the list and the leave
+// request are read every poll_interval instead; with a watch, every resync_interval.
 #include <arpa/inet.h>
 #include <pthread.h>
 #include <spdlog/spdlog.h>
@@ -33,6 +36,8 @@ class EtcdMembership final : public Membership {
   EtcdMembership(EtcdMembershipOptions options, std::unique_ptr<EtcdClient> client)
       : options_(std::move(options)),
         client_(std::move(client)),
+        watcher_(client_->Clone()),
+        tick_(std::min<std::chrono::milliseconds>(options_.poll_interval, options_.ttl / 3)),
         key_prefix_(options_.prefix + "members/"),
         self_trees_(options_.self.trees) {}
   ~EtcdMembership() override { Stop(); }
@@ -42,6 +47,7 @@ class EtcdMembership final : public Membership {
     listener_ = std::move(listener);
     Round();
     thread_ = std::thread([this] { Run(); });
+    watch_thread_ = std::thread([this] { Watch(); });
     return OkStatus();
   }
 
@@ -70,6 +76,8 @@ class EtcdMembership final : public Membership {
       stop_ = true;
     }
     cv_.notify_all();
+    watcher_->InterruptWatches();
+    watch_thread_.join();
     thread_.join();
     if (lease_ != 0) {
       if (auto st = client_->Revoke(lease_); !st.ok()) {
@@ -101,11 +109,14 @@ class EtcdMembership final : public Membership {
       bool leave = false;
       {
         std::unique_lock lock(mu_);
-        cv_.wait_for(lock, options_.poll_interval, [this] { return stop_ || leave_wanted_; });
+        cv_.wait_for(lock, tick_, [this] { return stop_ || leave_wanted_ || news_; });
         if (stop_) return;
         leave = leave_wanted_;
         leave_wanted_ = false;
-        if (left_) continue;  // out for good: nothing to renew or follow
+        if (left_) {  // out for good: nothing to renew or follow
+          news_ = false;
+          continue;
+        }
       }
       if (leave) {
         DoLeave();
@@ -115,12 +126,84 @@ class EtcdMembership final : public Membership {
     }
   }
 
-  // One registration/renewal step, one read of the list, one look for a leave request.
+  // One registration/renewal step; a read of the list and a look for a leave request when the
+  // watch saw a change under leave/ or members/, or when the last read is resync_interval old
+  // (poll_interval while the watch is down).
   void Round() {
+    const auto now = std::chrono::steady_clock::now();
+    bool read;
+    {
+      std::lock_guard lock(mu_);
+      read = news_ ||
+             now - last_read_ >= (watching_ ? options_.resync_interval : options_.poll_interval);
+      news_ = false;
+    }
     Status st = Register();
-    if (st.ok()) st = Refresh();
-    if (st.ok()) st = LookForLeaveRequest();
+    if (st.ok() && read) st = Refresh();
+    if (st.ok() && read) st = LookForLeaveRequest();
+    if (read) {
+      std::lock_guard lock(mu_);
+      // After a failed read, read again at the next tick (not at once: etcd may be down).
+      last_read_ = st.ok() ? now : std::chrono::steady_clock::time_point{};
+    }
     SetProblem(st.ok() ? "" : st.error().message);
+  }
+
+  // The watch thread: one /v3/watch over [<prefix>leave/, end of <prefix>members/), from the
+  // revision of a read; any event wakes the membership thread. On a failure or a compaction
+  // it says so (the membership thread polls meanwhile) and starts again from a fresh read.
+  void Watch() {
+    pthread_setname_np(pthread_self(), "membership-watch");
+    const std::string from = options_.prefix + "leave/";
+    const std::string to = EtcdClient::PrefixEnd(key_prefix_);
+    std::int64_t next = 0;
+    for (;;) {
+      {
+        std::lock_guard lock(mu_);
+        if (stop_) return;
+      }
+      Status st = OkStatus();
+      if (next == 0) {
+        auto range = watcher_->RangePrefixAt(key_prefix_);
+        if (range.ok()) {
+          next = range->revision + 1;
+          Wake(/*watching=*/true);  // anything before that revision: read it now
+        } else {
+          st = range.error();
+        }
+      }
+      if (st.ok()) {
+        auto batch = watcher_->WatchRange(from, to, next, options_.watch_wait);
+        if (!batch.ok()) {
+          st = batch.error();
+        } else if (batch->compacted) {
+          next = 0;
+          continue;
+        } else {
+          next = batch->next_revision;
+          if (!batch->events.empty()) Wake(/*watching=*/true);
+        }
+      }
+      if (st.ok()) continue;
+      next = 0;
+      std::unique_lock lock(mu_);
+      if (stop_) return;
+      if (watching_) {
+        spdlog::warn("membership: cannot watch {}: {} (reading the list every {} ms meanwhile)",
+                     key_prefix_, st.error().message, options_.poll_interval.count());
+        watching_ = false;
+      }
+      cv_.wait_for(lock, options_.poll_interval, [this] { return stop_; });
+    }
+  }
+
+  void Wake(bool watching) {
+    {
+      std::lock_guard lock(mu_);
+      news_ = true;
+      watching_ = watching;
+    }
+    cv_.notify_all();
   }
 
   Status LookForLeaveRequest() {
@@ -291,12 +374,15 @@ class EtcdMembership final : public Membership {
   }
 
   const EtcdMembershipOptions options_;
-  const std::unique_ptr<EtcdClient> client_;  // the membership thread's (Start/Stop: caller's)
+  const std::unique_ptr<EtcdClient> client_;   // the membership thread's (Start/Stop: caller's)
+  const std::unique_ptr<EtcdClient> watcher_;  // the watch thread's
+  const std::chrono::milliseconds tick_;       // the membership thread's longest sleep
   const std::string key_prefix_;
   Listener listener_;
   LeaveHandler leave_handler_;
   bool leave_seen_ = false;  // the membership thread's
   std::thread thread_;
+  std::thread watch_thread_;
   std::int64_t lease_ = 0;
   std::chrono::steady_clock::time_point renewed_;
   std::set<std::string> bad_keys_;
@@ -305,6 +391,9 @@ class EtcdMembership final : public Membership {
   std::condition_variable cv_;
   bool stop_ = false;
   bool leave_wanted_ = false;  // Leave() was called
+  bool news_ = false;          // the watch saw a change (or a read failed): read the list
+  bool watching_ = false;      // the watch is up: no need to poll
+  std::chrono::steady_clock::time_point last_read_{};
   bool left_ = false;
   Status leave_status_ = OkStatus();
   std::map<std::string, MemberRecord> members_;

@@ -53,7 +53,8 @@ class MembershipContractTest : public ::testing::TestWithParam<std::string> {
       cluster::EtcdMembershipOptions options;
       options.self = Record(name);
       options.prefix = prefix_;
-      options.poll_interval = 100ms;
+      options.poll_interval = poll_;
+      options.resync_interval = poll_;
       m = cluster::MakeEtcdMembership(std::move(options), std::move(client).value());
     } else {
       std::vector<std::string> peers;
@@ -62,10 +63,15 @@ class MembershipContractTest : public ::testing::TestWithParam<std::string> {
       }
       m = cluster::MakeFileMembership({Record(name), tmp_.path() / "members", peers, 100ms});
     }
+    m->SetLeaveHandler([this, name](const cluster::LeaveRequest& request) {
+      std::lock_guard lock(mu_);
+      asked_to_leave_[name] = request.requested_by;
+    });
     Status started = m->Start([this, name](const std::vector<cluster::MemberRecord>& changed,
-                                           const std::vector<std::string>&) {
+                                           const std::vector<std::string>& left) {
       std::lock_guard lock(mu_);
       for (const auto& r : changed) heard_[name].insert(r.name);
+      for (const auto& n : left) heard_left_[name].insert(n);
     });
     EXPECT_TRUE(started.ok()) << started.error().ToString();
     members_.push_back(std::move(m));
@@ -81,11 +87,23 @@ class MembershipContractTest : public ::testing::TestWithParam<std::string> {
     std::lock_guard lock(mu_);
     return heard_[name];
   }
+  std::set<std::string> HeardLeft(const std::string& name) {
+    std::lock_guard lock(mu_);
+    return heard_left_[name];
+  }
+  std::string AskedToLeaveBy(const std::string& name) {
+    std::lock_guard lock(mu_);
+    auto it = asked_to_leave_.find(name);
+    return it == asked_to_leave_.end() ? "" : it->second;
+  }
 
   TempDir tmp_;
   std::string prefix_;
   std::mutex mu_;
-  std::map<std::string, std::set<std::string>> heard_;  // guarded by mu_
+  std::map<std::string, std::set<std::string>> heard_;       // guarded by mu_
+  std::map<std::string, std::set<std::string>> heard_left_;  // guarded by mu_
+  std::map<std::string, std::string> asked_to_leave_;        // guarded by mu_
+  std::chrono::milliseconds poll_ = 100ms;  // etcd: poll_interval and resync_interval
   std::vector<std::unique_ptr<cluster::Membership>> members_;
 };
 
@@ -144,6 +162,34 @@ TEST_P(MembershipContractTest, StopIsCleanAndTwiceIsFine) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, MembershipContractTest, ::testing::Values("files", "etcd"),
+                         [](const auto& info) { return info.param; });
+
+// etcd members follow the list through /v3/watch, not by reading it: with the poll and the
+// resync a minute apart, a join, a leave request and a leave still arrive within seconds.
+class EtcdMembershipWatchTest : public MembershipContractTest {};
+
+TEST_P(EtcdMembershipWatchTest, JoinsLeaveRequestsAndLeavesArriveThroughTheWatch) {
+  poll_ = 60s;
+  auto& m1 = Add("m1", {"m1", "m2"});
+  ASSERT_TRUE(WaitFor([&] { return Names(m1) == std::vector<std::string>{"m1"}; }, 10s));
+  auto& m2 = Add("m2", {"m1", "m2"});
+  EXPECT_TRUE(WaitFor([&] { return Heard("m1") == std::set<std::string>{"m2"}; }, 5s));
+
+  auto client = cluster::MakeEtcdClient({{SharedEtcd()->endpoint()}});
+  ASSERT_TRUE(client.ok());
+  cluster::LeaveRequest request;
+  request.requested_by = "the-test";
+  ASSERT_TRUE(cluster::RequestLeave(**client, prefix_, "m1", request).ok());
+  EXPECT_TRUE(WaitFor([&] { return AskedToLeaveBy("m1") == "the-test"; }, 5s));
+  EXPECT_EQ(AskedToLeaveBy("m2"), "");
+
+  m2.Stop();  // revokes its lease: its record goes at once
+  EXPECT_TRUE(WaitFor([&] { return HeardLeft("m1") == std::set<std::string>{"m2"}; }, 5s));
+  EXPECT_EQ(Names(m1), std::vector<std::string>{"m1"});
+  EXPECT_EQ(m1.problem(), "");
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, EtcdMembershipWatchTest, ::testing::Values("etcd"),
                          [](const auto& info) { return info.param; });
 
 // The files backend has no live leave: it says what to do instead.

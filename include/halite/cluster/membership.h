@@ -8,14 +8,17 @@
 // problem() says when the record cannot be written.
 //
 // etcd: each master registers `<prefix>members/<name>` under a lease (ttl, renewed every
-// ttl/3) holding its MemberRecord as JSON; one "membership" thread renews the lease, re-reads
-// the member list every `poll_interval` and tells the listener who joined, changed or left.
+// ttl/3) holding its MemberRecord as JSON; one "membership" thread renews the lease, reads
+// the member list when a "membership-watch" thread sees a change under <prefix>leave/ or
+// <prefix>members/ (etcd's /v3/watch, on a client of its own; and every resync_interval), and
+// tells the listener who joined, changed or left. While the watch fails it reads the list
+// every `poll_interval` instead.
 // A master that stops revokes its lease (it leaves at once); one that is killed leaves when
 // its lease expires. While etcd cannot be reached the last known list stays as it is (peer
 // links are not cut) and problem() says why; one log line per change of state.
 //
 // Leaving on request (cluster.leave): any host with etcd access writes a LeaveRequest at
-// `<prefix>leave/<name>` (RequestLeave); master <name> sees it on its next round and calls
+// `<prefix>leave/<name>` (RequestLeave); master <name> sees it through its watch and calls
 // its LeaveHandler once; the daemon drains its minions, then calls Leave(), which revokes the
 // lease, deletes the request and stops following (the listener is told every other member
 // left). A master that has left stays out until it is restarted.
@@ -106,7 +109,13 @@ struct EtcdMembershipOptions {
   MemberRecord self;
   std::string prefix = "/halite/";  // members live under <prefix>members/
   std::chrono::seconds ttl{10};
+  // How often the thread wakes to renew the lease (every ttl/3) and, while the watch is down,
+  // to read the list and look for a leave request.
   std::chrono::milliseconds poll_interval{1000};
+  // With the watch up, the list is read when it reports a change, and at least this often.
+  std::chrono::milliseconds resync_interval{60000};
+  // How long one /v3/watch call waits for a change before it is made again.
+  std::chrono::milliseconds watch_wait{10000};
 };
 
 std::unique_ptr<Membership> MakeEtcdMembership(EtcdMembershipOptions options,

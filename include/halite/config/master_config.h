@@ -139,9 +139,9 @@ struct MasterConfig {
   // CURVE keys in cluster_pki_dir/peers. "etcd": members register in etcd (docs/cluster.md,
   // "etcd membership"); cluster_peers is not read and ids are names.
   std::string cluster_backend = "files";
-  std::vector<std::string> etcd_endpoints;  // "http://<IP>:2379"; https is not supported yet
+  std::vector<std::string> etcd_endpoints;  // "http://<IP>:2379" or "https://<IP>:2379", not mixed
   std::string etcd_prefix = "/halite/";     // starts and ends with '/'
-  // TLS client options: read so that --check can say they are not supported yet.
+  // https endpoints: PEM files of the CA (system's if empty), client cert and key (or neither)
   std::string etcd_cert;
   std::string etcd_key;
   std::string etcd_cacert;
