@@ -5,6 +5,7 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <thread>
 
 #include "halite/cluster/cluster_aes.h"
@@ -121,10 +122,8 @@ Result<std::vector<cluster::HaproxyMaster>> HaproxyMasters(const config::MasterC
   return out;
 }
 
-Result<RunnerResult> HaproxySync(RunnerEnv& env, const BoundArgs& a) {
-  const config::MasterConfig& cfg = *env.config;
-  const std::string socket = a.Text("socket");
-  if (socket.empty()) return Error::InvalidArgument("socket=PATH (HAProxy's admin socket)");
+// One sync of the running HAProxy behind `socket` with the masters; its report.
+Result<Value> SyncOnce(const config::MasterConfig& cfg, const std::string& socket) {
   cluster::HaproxyOptions h;
   h.publish_port = cfg.publish_port;
   h.ret_port = cfg.ret_port;
@@ -135,13 +134,79 @@ Result<RunnerResult> HaproxySync(RunnerEnv& env, const BoundArgs& a) {
                           cluster::SyncHaproxyServers(*runtime, h));
   wire::Array members;
   for (const auto& m : h.masters) members.emplace_back(m.id);
-  return RunnerResult{Value::MapOf({{"members", Value(std::move(members))},
-                                    {"added", internal::StrList(report.added)},
-                                    {"updated", internal::StrList(report.updated)},
-                                    {"enabled", internal::StrList(report.enabled)},
-                                    {"removed", internal::StrList(report.removed)},
-                                    {"draining", internal::StrList(report.draining)}}),
-                      ""};
+  return Value::MapOf({{"members", Value(std::move(members))},
+                       {"added", internal::StrList(report.added)},
+                       {"updated", internal::StrList(report.updated)},
+                       {"enabled", internal::StrList(report.enabled)},
+                       {"removed", internal::StrList(report.removed)},
+                       {"draining", internal::StrList(report.draining)}});
+}
+
+bool Changed(const Value& report) {
+  for (const char* key : {"added", "updated", "enabled", "removed", "draining"}) {
+    const Value* list = report.Find(key);
+    if (list != nullptr && list->is_array() && !list->array()->empty()) return true;
+  }
+  return false;
+}
+
+// follow=True: syncs, then again whenever the member list changes (a /v3/watch of
+// <prefix>members/ with cluster_backend etcd) and every `interval` whatever happened (a
+// HAProxy reloaded from its file has lost the servers added at runtime; a draining server is
+// deleted once idle). Prints a JSON line for each sync that changed something or failed;
+// runs until it is stopped (a service: packaging's halite-haproxy-sync.service).
+[[noreturn]] void Follow(const config::MasterConfig& cfg, const std::string& socket,
+                         std::chrono::seconds interval) {
+  std::unique_ptr<cluster::EtcdClient> etcd;
+  if (cfg.cluster_backend == "etcd") {
+    if (auto client = Etcd(cfg); client.ok()) etcd = std::move(client).value();
+  }
+  const std::string members = cfg.etcd_prefix + "members/";
+  std::int64_t next = 0;  // the revision the watch starts at; 0: read one first
+  std::string last_error;
+  for (;;) {
+    if (etcd && next == 0) {
+      if (auto range = etcd->RangePrefixAt(members); range.ok()) next = range->revision + 1;
+    }
+    auto report = SyncOnce(cfg, socket);
+    if (!report.ok()) {
+      if (report.error().message != last_error) {
+        std::printf("%s\n",
+                    Value::MapOf({{"error", Value(report.error().message)}}).ToJson().c_str());
+      }
+      last_error = report.error().message;
+    } else {
+      if (Changed(*report) || !last_error.empty()) std::printf("%s\n", report->ToJson().c_str());
+      last_error.clear();
+    }
+    std::fflush(stdout);
+    const auto deadline = std::chrono::steady_clock::now() + interval;
+    if (etcd && next != 0) {
+      auto batch = etcd->WatchPrefix(members, next, interval);
+      if (batch.ok() && !batch->compacted) {
+        next = batch->next_revision;
+        continue;  // a change (sync now) or the interval (the periodic sync)
+      }
+      next = 0;
+    }
+    std::this_thread::sleep_until(deadline);
+  }
+}
+
+Result<RunnerResult> HaproxySync(RunnerEnv& env, const BoundArgs& a) {
+  const config::MasterConfig& cfg = *env.config;
+  const std::string socket = a.Text("socket");
+  if (socket.empty()) return Error::InvalidArgument("socket=PATH (HAProxy's admin socket)");
+  if (a.Truthy("follow")) {
+    auto interval = a.Get("interval").int64();
+    if (!interval || *interval <= 0) {
+      return Error::InvalidArgument("interval must be a positive number of seconds");
+    }
+    if (cfg.cluster_backend == "etcd") HALITE_RETURN_IF_ERROR(Etcd(cfg));
+    Follow(cfg, socket, std::chrono::seconds(*interval));
+  }
+  HALITE_ASSIGN_OR_RETURN(Value report, SyncOnce(cfg, socket));
+  return RunnerResult{std::move(report), ""};
 }
 
 Result<RunnerResult> HaproxyConfig(RunnerEnv& env, const BoundArgs& a) {
@@ -324,16 +389,21 @@ void AddClusterRunners(RunnerTable& table) {
     )",
              ImportToEtcd});
   table.Add({"cluster.haproxy_sync",
-             {{"socket", std::nullopt}},
+             {{"socket", std::nullopt}, {"follow", Value(false)}, {"interval", Value(10)}},
              false,
              R"(
     Makes a running HAProxy (its admin socket; the config from cluster.haproxy_config) serve
     exactly the live members, without a reload: adds joined masters, deletes those that
     left, re-enables members in maintenance, updates changed addresses.
 
+    follow=True keeps doing so: again at every change of the member list (etcd) and every
+    `interval` seconds, printing a JSON line per sync that changed something, until it is
+    stopped (halite-haproxy-sync.service runs it so).
+
     CLI Example:
 
         halite-run cluster.haproxy_sync socket=/run/haproxy/admin.sock
+        halite-run cluster.haproxy_sync socket=/run/haproxy/admin.sock follow=True
     )",
              HaproxySync});
 }

@@ -357,6 +357,45 @@ TEST_F(EtcdMembershipTest, HaproxyFollowsJoinAndLeaveWithoutRestart) {
   EXPECT_EQ(Metric(m1.ip(), 4510, "halite_connected_minions{master=\"m1\"}").value_or(-1), 0);
 }
 
+// cluster.haproxy_sync follow=True (what halite-haproxy-sync.service runs): with nobody running
+// a sync, a master that joins is added to the running HAProxy and one that stops is deleted,
+// through the watch of the member list (its periodic sync is set a minute apart).
+TEST_F(EtcdMembershipTest, HaproxySyncFollowAddsAndDeletesMastersByItself) {
+  MasterUnderTest& m1 = AddMaster("m1");
+  MasterUnderTest& m2 = AddMaster("m2");
+  std::string last;
+  ASSERT_TRUE(LinksBecome(m1, {{"m2", true}}, 30s, &last)) << last;
+  const std::string front = UniqueLoopbackIp();
+  const auto socket = tmp_.path() / "haproxy" / "admin.sock";
+  HaproxyUnderTest haproxy(tmp_.path(), m1, front, {"stats_socket=" + socket.string()});
+  haproxy.Start();
+  Process follow(
+      {BinaryPath("halite-run").string(), "-c", m2.config().string(), "cluster.haproxy_sync",
+       "socket=" + socket.string(), "follow=True", "interval=60"},
+      tmp_.path() / "follow.log");
+  auto in_both = [&](const std::string& name) {
+    int n = 0;
+    for (const char* backend : {"halite_publish", "halite_request"}) {
+      n += static_cast<int>(ServersOf(socket, backend).count(name));
+    }
+    return n;
+  };
+  ASSERT_EQ(in_both("m1"), 2);
+
+  MasterUnderTest& m3 = AddMaster("m3");
+  EXPECT_TRUE(WaitFor([&] { return in_both("m3") == 2; }, 20s, 100ms)) << follow.Log();
+  EXPECT_EQ(ServersOf(socket, "halite_request")["m3"].address, m3.ip());
+
+  m3.Stop();  // revokes its lease: the record goes at once
+  EXPECT_TRUE(WaitFor([&] { return in_both("m3") == 0; }, 20s, 100ms)) << follow.Log();
+  EXPECT_EQ(in_both("m1") + in_both("m2"), 4);
+  // What it printed: a line per sync that changed something.
+  EXPECT_NE(follow.Log().find(R"("added": ["halite_publish/m3", "halite_request/m3"])"),
+            std::string::npos)
+      << follow.Log();
+  EXPECT_TRUE(follow.Alive()) << follow.Log();
+}
+
 // With etcd each master serves file_roots and pillar_roots from its own disk: each publishes
 // a digest per tree in its member record, and cluster.status names the masters that differ,
 // until they serve the same files again.
