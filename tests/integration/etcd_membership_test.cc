@@ -105,10 +105,24 @@ class EtcdMembershipTest : public ::testing::Test {
         timeout, 200ms);
   }
 
+  // HAProxy (not started yet) on its own address, configured by cluster.haproxy_config on
+  // `master` with an admin socket: haproxy_front_ and haproxy_socket_.
+  HaproxyUnderTest& HaproxyWithAdminSocket(MasterUnderTest& master) {
+    haproxy_front_ = UniqueLoopbackIp();
+    haproxy_socket_ = tmp_.path() / "haproxy" / "admin.sock";
+    haproxy_ = std::make_unique<HaproxyUnderTest>(
+        tmp_.path(), master, haproxy_front_,
+        std::vector<std::string>{"stats_socket=" + haproxy_socket_.string()});
+    return *haproxy_;
+  }
+
   std::unique_ptr<EtcdServer> etcd_;
   TempDir tmp_;
   std::vector<std::unique_ptr<MasterUnderTest>> masters_;
   std::vector<std::unique_ptr<MinionUnderTest>> minions_;
+  std::unique_ptr<HaproxyUnderTest> haproxy_;
+  std::string haproxy_front_;
+  std::filesystem::path haproxy_socket_;
 };
 
 // Two masters with nothing but etcd's address and their names find each other; a third joins
@@ -295,9 +309,9 @@ TEST_F(EtcdMembershipTest, HaproxyFollowsJoinAndLeaveWithoutRestart) {
   MasterUnderTest& m2 = AddMaster("m2");
   std::string last;
   ASSERT_TRUE(LinksBecome(m1, {{"m2", true}}, 30s, &last)) << last;
-  const std::string front = UniqueLoopbackIp();
-  const auto socket = tmp_.path() / "haproxy" / "admin.sock";
-  HaproxyUnderTest haproxy(tmp_.path(), m1, front, {"stats_socket=" + socket.string()});
+  HaproxyUnderTest& haproxy = HaproxyWithAdminSocket(m1);
+  const std::string front = haproxy_front_;
+  const auto socket = haproxy_socket_;
   EXPECT_NE(haproxy.Config().find("server m1 " + m1.ip() + ":4505 check port 4510"),
             std::string::npos)
       << haproxy.Config();
@@ -365,9 +379,8 @@ TEST_F(EtcdMembershipTest, HaproxySyncFollowAddsAndDeletesMastersByItself) {
   MasterUnderTest& m2 = AddMaster("m2");
   std::string last;
   ASSERT_TRUE(LinksBecome(m1, {{"m2", true}}, 30s, &last)) << last;
-  const std::string front = UniqueLoopbackIp();
-  const auto socket = tmp_.path() / "haproxy" / "admin.sock";
-  HaproxyUnderTest haproxy(tmp_.path(), m1, front, {"stats_socket=" + socket.string()});
+  HaproxyUnderTest& haproxy = HaproxyWithAdminSocket(m1);
+  const auto socket = haproxy_socket_;
   haproxy.Start();
   Process follow(
       {BinaryPath("halite-run").string(), "-c", m2.config().string(), "cluster.haproxy_sync",
