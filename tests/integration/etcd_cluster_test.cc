@@ -1,8 +1,8 @@
 // Issue 17's acceptance shape: a cluster with no shared folder at all. Each master has its own
-// pki_dir, cachedir and cluster_pki_dir; what they share is a real etcd (members, minion keys,
-// the cluster key pair, the cluster AES key, session keys, quorum views) and a real
+// pki_dir, cachedir and cluster_pki_dir; what they share is a real 3-member etcd (members, minion
+// keys, the cluster key pair, the cluster AES key, session keys, quorum views) and a real
 // PostgreSQL (the job cache). HAProxy in front; a 4th master joins live, receives minions,
-// and every master's jobs.lookup_jid is complete.
+// every master's jobs.lookup_jid is complete, and a master leaves cleanly.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -25,7 +25,7 @@ using namespace std::chrono_literals;
 class EtcdClusterTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    etcd_ = EtcdServer::Start(UniqueLoopbackIp());
+    etcd_ = EtcdCluster::Start(3);
     ASSERT_NE(etcd_, nullptr);
     auto pg = PgServer::Create(UniqueLoopbackIp());
     ASSERT_TRUE(pg.ok()) << pg.error().ToString();
@@ -41,8 +41,8 @@ class EtcdClusterTest : public ::testing::Test {
     spec.auto_accept = true;
     spec.cluster_id = "c1";
     spec.health_port = 4510;
-    spec.extra_yaml = "cluster_backend: etcd\netcd_endpoints: [" + etcd_->endpoint() +
-                      "]\nmaster_job_cache: postgres\njob_cache:\n  dsn: '" + pg_->dsn() +
+    spec.extra_yaml = "cluster_backend: etcd\netcd_endpoints: " + etcd_->EndpointsYaml() +
+                      "\nmaster_job_cache: postgres\njob_cache:\n  dsn: '" + pg_->dsn() +
                       "'\n  schema: nofolder\n";
     masters_.push_back(std::make_unique<MasterUnderTest>(tmp_.path(), spec));
     masters_.back()->Start();
@@ -60,7 +60,7 @@ class EtcdClusterTest : public ::testing::Test {
 
   // The cluster key pair's public half as etcd holds it.
   std::optional<wire::RsaPublicKey> ClusterPubInEtcd() {
-    auto client = cluster::MakeEtcdClient({{etcd_->endpoint()}});
+    auto client = cluster::MakeEtcdClient({etcd_->Endpoints()});
     if (!client.ok()) return std::nullopt;
     auto kv = (*client)->Get("/halite/cluster/keypair");
     if (!kv.ok()) return std::nullopt;
@@ -71,7 +71,7 @@ class EtcdClusterTest : public ::testing::Test {
     return *pub;
   }
 
-  std::unique_ptr<EtcdServer> etcd_;
+  std::unique_ptr<EtcdCluster> etcd_;
   std::unique_ptr<PgServer> pg_;
   TempDir tmp_;
   std::vector<std::unique_ptr<MasterUnderTest>> masters_;
@@ -186,6 +186,13 @@ TEST_F(EtcdClusterTest, ThreeMastersWithoutASharedFolderServeAndAFourthJoinsLive
   EXPECT_EQ(lines, (std::vector<std::string>{"web0: grains", "web1: grains", "web2: grains",
                                              "web3: grains", "web4: grains", "web5: grains"}))
       << by_grain.out << by_grain.err;
+
+  // m3 leaves cleanly: its /health fails, HAProxy moves its minions, it deregisters; every
+  // minion answers a job published on another master.
+  auto leave = m1.Cli("halite-run", {"--out", "json", "cluster.leave", "m3", "timeout=60"}, 120s);
+  ASSERT_EQ(leave.exit_code, 0) << leave.out << leave.err << m3.Log();
+  ASSERT_TRUE(EveryMinionAnswers(m2, "web*", {"test.ping"}, 6, &last)) << last;
+  EXPECT_EQ(Metric(m3.ip(), 4510, "halite_connected_minions{master=\"m3\"}").value_or(-1), 0);
 
   // Nothing went through a folder: no master's cluster_pki_dir holds another's files.
   for (MasterUnderTest* m : {&m1, &m2, &m3, &m4}) {
