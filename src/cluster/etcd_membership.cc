@@ -167,7 +167,7 @@ class EtcdMembership final : public Membership {
         auto range = watcher_->RangePrefixAt(key_prefix_);
         if (range.ok()) {
           next = range->revision + 1;
-          Wake(/*watching=*/true);  // anything before that revision: read it now
+          Wake();  // anything before that revision: read it now
         } else {
           st = range.error();
         }
@@ -181,7 +181,7 @@ class EtcdMembership final : public Membership {
           continue;
         } else {
           next = batch->next_revision;
-          if (!batch->events.empty()) Wake(/*watching=*/true);
+          if (!batch->events.empty()) Wake();
         }
       }
       if (st.ok()) continue;
@@ -197,11 +197,12 @@ class EtcdMembership final : public Membership {
     }
   }
 
-  void Wake(bool watching) {
+  // The watch is up and saw something (or just started): read the list.
+  void Wake() {
     {
       std::lock_guard lock(mu_);
       news_ = true;
-      watching_ = watching;
+      watching_ = true;
     }
     cv_.notify_all();
   }
