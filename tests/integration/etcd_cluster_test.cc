@@ -50,12 +50,7 @@ class EtcdClusterTest : public ::testing::Test {
   }
 
   MinionUnderTest& AddMinionAt(const std::string& id, const std::string& ip) {
-    MinionSpec spec;
-    spec.id = id;
-    spec.master_ip = ip;
-    minions_.push_back(std::make_unique<MinionUnderTest>(tmp_.path(), spec));
-    minions_.back()->Start();
-    return *minions_.back();
+    return StartMinion(tmp_.path(), id, ip, minions_);
   }
 
   // The cluster key pair's public half as etcd holds it.

@@ -41,12 +41,7 @@ class EtcdQuorumTest : public ::testing::Test {
   }
 
   MinionUnderTest& NewMinion(const std::string& id, MasterUnderTest& master) {
-    MinionSpec spec;
-    spec.id = id;
-    spec.master_ip = master.ip();
-    minions_.push_back(std::make_unique<MinionUnderTest>(tmp_.path(), spec));
-    minions_.back()->Start();
-    return *minions_.back();
+    return StartMinion(tmp_.path(), id, master.ip(), minions_);
   }
 
   std::unique_ptr<cluster::EtcdClient> Client() {

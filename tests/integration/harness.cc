@@ -328,6 +328,17 @@ CommandResult MasterUnderTest::Cli(const std::string& tool, const std::vector<st
   return Run(argv, timeout);
 }
 
+MinionUnderTest& StartMinion(const std::filesystem::path& root, const std::string& id,
+                             const std::string& master_ip,
+                             std::vector<std::unique_ptr<MinionUnderTest>>& into) {
+  MinionSpec spec;
+  spec.id = id;
+  spec.master_ip = master_ip;
+  into.push_back(std::make_unique<MinionUnderTest>(root, spec));
+  into.back()->Start();
+  return *into.back();
+}
+
 MinionUnderTest::MinionUnderTest(const std::filesystem::path& root, MinionSpec spec)
     : dir_(root / ("minion-" + spec.id)), spec_(std::move(spec)) {
   config_ = dir_ / "minion.conf";

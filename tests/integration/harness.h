@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -190,5 +191,10 @@ class MinionUnderTest {
   MinionSpec spec_;
   std::unique_ptr<Process> process_;
 };
+
+// Starts minion `id` (dirs under `root`) pointed at `master_ip`, kept in `into`.
+MinionUnderTest& StartMinion(const std::filesystem::path& root, const std::string& id,
+                             const std::string& master_ip,
+                             std::vector<std::unique_ptr<MinionUnderTest>>& into);
 
 }  // namespace halite::testing
