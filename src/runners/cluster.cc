@@ -155,12 +155,9 @@ bool Changed(const Value& report) {
 // HAProxy reloaded from its file has lost the servers added at runtime; a draining server is
 // deleted once idle). Prints a JSON line for each sync that changed something or failed;
 // runs until it is stopped (a service: packaging's halite-haproxy-sync.service).
+// `etcd`: null with cluster_backend files (no watch: the interval alone).
 [[noreturn]] void Follow(const config::MasterConfig& cfg, const std::string& socket,
-                         std::chrono::seconds interval) {
-  std::unique_ptr<cluster::EtcdClient> etcd;
-  if (cfg.cluster_backend == "etcd") {
-    if (auto client = Etcd(cfg); client.ok()) etcd = std::move(client).value();
-  }
+                         std::chrono::seconds interval, std::unique_ptr<cluster::EtcdClient> etcd) {
   const std::string members = cfg.etcd_prefix + "members/";
   std::int64_t next = 0;  // the revision the watch starts at; 0: read one first
   std::string last_error;
@@ -202,8 +199,11 @@ Result<RunnerResult> HaproxySync(RunnerEnv& env, const BoundArgs& a) {
     if (!interval || *interval <= 0) {
       return Error::InvalidArgument("interval must be a positive number of seconds");
     }
-    if (cfg.cluster_backend == "etcd") HALITE_RETURN_IF_ERROR(Etcd(cfg));
-    Follow(cfg, socket, std::chrono::seconds(*interval));
+    std::unique_ptr<cluster::EtcdClient> etcd;
+    if (cfg.cluster_backend == "etcd") {
+      HALITE_ASSIGN_OR_RETURN(etcd, Etcd(cfg));
+    }
+    Follow(cfg, socket, std::chrono::seconds(*interval), std::move(etcd));
   }
   HALITE_ASSIGN_OR_RETURN(Value report, SyncOnce(cfg, socket));
   return RunnerResult{std::move(report), ""};
