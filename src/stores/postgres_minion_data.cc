@@ -196,7 +196,9 @@ bool PostgresMinionData::EnsureLoaded() {
 }
 
 std::optional<wire::Value> PostgresMinionData::Grains(std::string_view id) {
-  if (!EnsureLoaded()) return std::nullopt;
+  // Before the first full read a failed load still serves what this master wrote itself:
+  // those entries were stored by it, so they are as current as anything the server holds.
+  EnsureLoaded();
   std::lock_guard lock(mu_);
   auto it = entries_.find(std::string(id));
   if (it == entries_.end() || !it->second.has_data) return std::nullopt;

@@ -125,7 +125,12 @@ TEST_F(HaproxyTest, MasterThatLosesTheSharedDirIsDrainedAndNothingIsLost) {
                                    "http://" + ips_[2] + ":4510/health"});
     return r.out == "503";
   })) << "master 3 stayed healthy without its shared directory";
-  // HAProxy drains master 3; its minions move to the others and every job still returns.
+  // HAProxy drains master 3 (it shuts the sessions of a server marked down): wait until
+  // master 3 holds no minion, so no minion is still between masters when the jobs below go.
+  EXPECT_TRUE(WaitFor([&] {
+    return Metric(ips_[2], 4510, "halite_connected_minions{master=\"" + ips_[2] + "\"}") == 0;
+  })) << "HAProxy never moved the minions off master 3";
+  // Its minions moved to the others and every job still returns.
   EXPECT_TRUE(AllAnswer(*masters_[0], {"test.echo", "moved"}, &last)) << last;
   auto job = masters_[1]->Cli("halite", {"-v", "--out", "txt", "web*", "test.echo", "after"});
   ASSERT_EQ(job.exit_code, 0) << job.out << job.err;
