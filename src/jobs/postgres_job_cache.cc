@@ -286,7 +286,7 @@ PostgresJobCacheStats PostgresJobCache::Stats() {
   PostgresJobCacheStats stats;
   stats.failed_writes = failed_writes_.load(std::memory_order_relaxed);
   std::lock_guard<std::mutex> lock(mu_);
-  stats.waiting = queue_.size();
+  stats.waiting = queue_.size() + writing_;
   return stats;
 }
 

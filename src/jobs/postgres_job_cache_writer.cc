@@ -80,12 +80,15 @@ void PostgresJobCache::WriterMain() {
         batch.push_back(std::move(queue_.front()));
         queue_.pop_front();
       }
+      writing_ = batch.size();
     }
     if (give_up) {
       for (Pending& p : batch) p.done(Error::Unavailable("job cache: PostgreSQL is unreachable"));
-      continue;
+    } else {
+      WriteBatch(batch);
     }
-    WriteBatch(batch);
+    std::lock_guard<std::mutex> lock(mu_);
+    writing_ = 0;
   }
   writer_conn_.reset();
 }
@@ -113,6 +116,7 @@ void PostgresJobCache::FailOrHold(std::deque<Pending>& batch, const Error& error
         queued_bytes_ += QueuedBytes(*it);
         queue_.push_front(std::move(*it));
       }
+      writing_ -= std::min(writing_, held.size());
       held.clear();
       retry_backoff_ = std::clamp(retry_backoff_ * 2, std::chrono::milliseconds(100),
                                   std::chrono::milliseconds(5000));

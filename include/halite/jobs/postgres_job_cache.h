@@ -68,7 +68,7 @@ struct PostgresJobCacheOptions {
 
 struct PostgresJobCacheStats {
   std::uint64_t failed_writes = 0;  // batches that could not be written
-  std::size_t waiting = 0;          // returns queued for the writer
+  std::size_t waiting = 0;          // returns not answered yet: queued, or in a write
 };
 
 class PostgresJobCache final : public JobCache {
@@ -138,6 +138,7 @@ class PostgresJobCache final : public JobCache {
   std::condition_variable cv_;
   std::deque<Pending> queue_ HALITE_GUARDED_BY(mu_);
   std::size_t queued_bytes_ HALITE_GUARDED_BY(mu_) = 0;
+  std::size_t writing_ HALITE_GUARDED_BY(mu_) = 0;  // taken off queue_ by the writer
   bool stopping_ HALITE_GUARDED_BY(mu_) = false;
   std::chrono::steady_clock::time_point retry_after_ HALITE_GUARDED_BY(mu_);
   std::chrono::milliseconds retry_backoff_ HALITE_GUARDED_BY(mu_){0};
