@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <climits>
@@ -23,12 +24,16 @@
 #include <mutex>
 #include <thread>
 
+#include "halite/common/result.h"
 #include "halite/render/renderer.h"
 
 namespace halite::render {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// How long a fresh renderer may take to load CPython and Jinja2 (render_timeout if longer).
+constexpr std::chrono::milliseconds kStartTimeout{30'000};
 
 struct Child {
   pid_t pid = -1;
@@ -283,6 +288,14 @@ class ProcessPool final : public Renderer {
       spawn_queue_.erase(spawn_queue_.begin());
       lock.unlock();
       auto child = Spawn(opt_);
+      if (child.ok()) {
+        if (Status ready = AwaitReady(*child); !ready.ok()) {
+          const std::string how = Reap(*child, true);
+          spdlog::warn("renderer did not start: {} ({})", ready.error().message, how);
+          child = Error::Unavailable("renderer did not start: " + ready.error().message + " (" +
+                                     how + ")");
+        }
+      }
       lock.lock();
       req->result = std::move(child);
       req->done = true;
@@ -328,6 +341,21 @@ class ProcessPool final : public Renderer {
     return frame + body;
   }
 
+  // A fresh renderer's first frame is {"ready": true}, written once CPython and Jinja2 are
+  // loaded: its start-up (seconds on a loaded machine) is waited for here, not charged to the
+  // first file's render_timeout. Bounded all the same: a renderer that hangs starting is killed.
+  Status AwaitReady(const Child& c) {
+    const auto deadline =
+        Clock::now() + std::max<std::chrono::milliseconds>(opt_.timeout, kStartTimeout);
+    std::string frame;
+    HALITE_RETURN_IF_ERROR(ReadFrame(c, frame, deadline));
+    auto hello = wire::Unpack(frame);
+    if (!hello.ok() || !hello->is_map() || hello->Find("ready") == nullptr) {
+      return Error::Unavailable("its first frame was not the ready frame");
+    }
+    return OkStatus();
+  }
+
   // One frame from the renderer: its answer, or a call to the host (a map with "call").
   Status ReadFrame(const Child& c, std::string& frame, Clock::time_point deadline) {
     std::string header;
@@ -364,12 +392,13 @@ class ProcessPool final : public Renderer {
   }
 
   Result<wire::Value> Exchange(const wire::Value& req, const HostCall* host = nullptr) {
-    const auto deadline = Clock::now() + opt_.timeout;
     const std::string frame = Frame(req);
-
-    auto child = Acquire(deadline);
+    // Waiting for a busy pool is bounded by render_timeout, and so is the file itself, from the
+    // moment a ready renderer has it: neither a queue nor a renderer's start-up is charged to it.
+    auto child = Acquire(Clock::now() + opt_.timeout);
     if (!child.ok()) return Error{child.error().code, "renderer: " + child.error().message};
     Child c = *child;
+    const auto deadline = Clock::now() + opt_.timeout;
 
     wire::UnpackLimits limits;
     limits.max_depth = 128;

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <nlohmann/json.hpp>
@@ -235,6 +236,35 @@ TEST_F(PoolTest, ARendererThatNeverAnswersIsKilledAtTheDeadline) {
   EXPECT_EQ(spin.error().code, ErrorCode::kDeadlineExceeded) << spin.error().ToString();
   auto ok = Render(*pool, "ok.sls", "ok");
   ASSERT_TRUE(ok.ok()) << ok.error().ToString();
+}
+
+// A renderer's start-up is not the file's time. A wrapper that sleeps 1.5 s before it execs
+// halite-render stands for a loaded machine: a file still renders within a 500 ms
+// render_timeout, on the first renderer and on the one that replaces a killed one, and a
+// renderer that spins is still killed at 500 ms.
+TEST_F(PoolTest, ARenderersStartUpIsNotChargedToTheFile) {
+  tree_.Write("ok.sls", "a: 1\n");
+  tree_.Write("slow-start.sh",
+              "#!/bin/sh\nsleep 1.5\nexec " + testing_support::RendererProgram() + "\n");
+  const std::string wrapper = tree_.root() + "/slow-start.sh";
+  std::filesystem::permissions(wrapper, std::filesystem::perms::owner_all);
+  PoolOptions o;
+  o.program = wrapper;
+  o.processes = 1;
+  o.timeout = std::chrono::milliseconds(500);
+  o.allow_test_ops = true;
+  auto pool = MakeProcessPool(o, RenderSettings{});
+  auto first = Render(*pool, "ok.sls", "ok");
+  ASSERT_TRUE(first.ok()) << first.error().ToString();
+  EXPECT_EQ(Json(*first), Json(R"({"a":1})"));
+  const auto start = std::chrono::steady_clock::now();
+  auto spin = SendTestOp(*pool, "spin");
+  ASSERT_FALSE(spin.ok());
+  EXPECT_EQ(spin.error().code, ErrorCode::kDeadlineExceeded) << spin.error().ToString();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  auto again = Render(*pool, "ok.sls", "ok");
+  ASSERT_TRUE(again.ok()) << again.error().ToString();
+  EXPECT_EQ(StatsOf(*pool).spawns, 2u);
 }
 
 TEST_F(PoolTest, ConcurrentCallersShareAFewRenderers) {

@@ -37,7 +37,7 @@ import yaml.constructor
 import yaml.nodes
 
 from halite_common import NotAllowed, RenderError, _has_dict_key, dict_update, yaml_load
-from halite_host import _HOST, _default, _read_exact
+from halite_host import _HOST, _default, _read_exact, _write_frame
 from halite_jinja import MAIN_TEMPLATES, SaltFunctions, _inside, jinja_environment
 
 
@@ -458,6 +458,9 @@ def serve(fd_in, fd_out):
     stdout = os.fdopen(fd_out, "wb", buffering=0)
     _HOST["in"], _HOST["out"] = stdin, stdout
     sys.setrecursionlimit(2000)
+    # Loaded (jinja2 and the rest are imported by now): the pool waits for this frame before it
+    # gives this renderer a file, so start-up is not charged to that file's deadline.
+    _write_frame(stdout, {"ready": True})
     while True:
         header = _read_exact(stdin, 4)
         if header is None:
