@@ -254,6 +254,16 @@ class ProcessPool final : public Renderer {
         lock.unlock();
         auto c = SpawnOnSpawner();
         spawns_++;
+        // The start-up is waited for on the caller's thread, so renderers start side by side
+        // (the spawner thread only forks).
+        if (c.ok()) {
+          if (Status ready = AwaitReady(*c); !ready.ok()) {
+            const std::string how = Reap(*c, true);
+            spdlog::warn("renderer did not start: {} ({})", ready.error().message, how);
+            c = Error::Unavailable("renderer did not start: " + ready.error().message + " (" + how +
+                                   ")");
+          }
+        }
         if (!c.ok()) {
           lock.lock();
           live_--;
@@ -288,14 +298,6 @@ class ProcessPool final : public Renderer {
       spawn_queue_.erase(spawn_queue_.begin());
       lock.unlock();
       auto child = Spawn(opt_);
-      if (child.ok()) {
-        if (Status ready = AwaitReady(*child); !ready.ok()) {
-          const std::string how = Reap(*child, true);
-          spdlog::warn("renderer did not start: {} ({})", ready.error().message, how);
-          child = Error::Unavailable("renderer did not start: " + ready.error().message + " (" +
-                                     how + ")");
-        }
-      }
       lock.lock();
       req->result = std::move(child);
       req->done = true;
