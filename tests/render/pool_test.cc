@@ -24,15 +24,19 @@ nlohmann::json Json(const char* text) { return nlohmann::json::parse(text); }
 
 class PoolTest : public ::testing::Test {
  protected:
-  std::unique_ptr<Renderer> Pool(int processes = 1,
-                                 std::chrono::milliseconds timeout = std::chrono::seconds(20),
-                                 std::size_t max_output = 1u << 20, RenderSettings settings = {}) {
+  static PoolOptions Options(int processes, std::chrono::milliseconds timeout) {
     PoolOptions o;
     o.program = testing_support::RendererProgram();
     o.processes = processes;
     o.timeout = timeout;
-    o.max_output_bytes = max_output;
     o.allow_test_ops = true;
+    return o;
+  }
+  std::unique_ptr<Renderer> Pool(int processes = 1,
+                                 std::chrono::milliseconds timeout = std::chrono::seconds(20),
+                                 std::size_t max_output = 1u << 20, RenderSettings settings = {}) {
+    PoolOptions o = Options(processes, timeout);
+    o.max_output_bytes = max_output;
     return MakeProcessPool(o, std::move(settings));
   }
 
@@ -248,11 +252,8 @@ TEST_F(PoolTest, ARenderersStartUpIsNotChargedToTheFile) {
               "#!/bin/sh\nsleep 1.5\nexec " + testing_support::RendererProgram() + "\n");
   const std::string wrapper = tree_.root() + "/slow-start.sh";
   std::filesystem::permissions(wrapper, std::filesystem::perms::owner_all);
-  PoolOptions o;
+  PoolOptions o = Options(1, std::chrono::milliseconds(500));
   o.program = wrapper;
-  o.processes = 1;
-  o.timeout = std::chrono::milliseconds(500);
-  o.allow_test_ops = true;
   auto pool = MakeProcessPool(o, RenderSettings{});
   auto first = Render(*pool, "ok.sls", "ok");
   ASSERT_TRUE(first.ok()) << first.error().ToString();
