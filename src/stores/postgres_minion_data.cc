@@ -186,13 +186,13 @@ Status PostgresMinionData::Remove(std::string_view id) {
   return Write(id, std::nullopt, /*drop_mine=*/true);
 }
 
-bool PostgresMinionData::EnsureLoaded() {
-  if (loaded_) return true;
+void PostgresMinionData::EnsureLoaded() {
+  if (loaded_) return;
   {
     std::lock_guard lock(round_mu_);
-    if (down_ && std::chrono::steady_clock::now() - failed_at_ < kRoundRetry) return false;
+    if (down_ && std::chrono::steady_clock::now() - failed_at_ < kRoundRetry) return;
   }
-  return Round().ok() && loaded_;
+  (void)Round();  // Round logs a failure and marks the store down
 }
 
 std::optional<wire::Value> PostgresMinionData::Grains(std::string_view id) {

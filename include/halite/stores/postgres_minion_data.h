@@ -105,8 +105,9 @@ class PostgresMinionData final : public master::MinionData {
   Status Write(std::string_view id, std::optional<std::string> data, bool drop_mine);
   // One feed round: rows written since the last horizon. Serialised by round_mu_.
   Status Round();
-  // Grains lookups before the first round ran it themselves (when it did not fail lately).
-  bool EnsureLoaded();
+  // Grains lookups before the first round ran it themselves (when it did not fail lately);
+  // when it fails they serve what is held.
+  void EnsureLoaded();
   void FeedMain();
 
   const PostgresMinionDataOptions options_;
