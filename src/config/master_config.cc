@@ -158,6 +158,7 @@ void ReadAll(YamlMapReader& r, MasterConfig& c) {
   r.ReadInt("health_port", c.health_port, 0, kMaxPort);
   r.ReadInt("max_request_bytes", c.max_request_bytes, 1024, std::int64_t{1} << 32);
   r.ReadDuration("auth_queue_timeout_ms", c.auth_queue_timeout_ms, 0, 600000);
+  r.ReadDuration("auth_reply_cache_wait_ms", c.auth_reply_cache_wait_ms, -1, 600000);
   r.ReadInt("minimum_request_version", c.minimum_request_version, 0, 3);
   r.ReadBool("allow_unsigned_v2_requests", c.allow_unsigned_v2_requests);
   c.has_mine_get = r.ReadStringListMap("mine_get", c.mine_get);

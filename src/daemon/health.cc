@@ -60,6 +60,7 @@ std::string MasterDaemon::Impl::Metrics() {
   line("halite_auth_total", id + ",result=\"denied\"", counters.auth_denied.load());
   line("halite_auth_total", id + ",result=\"error\"", counters.auth_errors.load());
   line("halite_auth_total", id + ",result=\"shed\"", counters.auth_shed.load());
+  line("halite_auth_total", id + ",result=\"repeat\"", counters.auth_repeated.load());
   help("halite_storage_shed_total", "counter",
        "Minion requests left unanswered while the shared folder or cachedir was lost.");
   line("halite_storage_shed_total", id, counters.storage_shed.load());

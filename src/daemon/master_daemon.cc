@@ -258,6 +258,7 @@ Result<std::unique_ptr<MasterDaemon>> MasterDaemon::Create(config::MasterConfig 
     impl->replay = std::make_unique<master::ReplayGuard>(kNoncesPerMinion, cfg.request_server_ttl);
     ctx.replay = impl->replay.get();
   }
+  ctx.auth_replies = &impl->auth_replies;
   impl->event_limits = std::make_unique<master::EventRateLimiter>(cfg.minion_events_per_second,
                                                                   cfg.minion_events_burst);
   ctx.event_limits = impl->event_limits.get();

@@ -47,6 +47,11 @@ using master::MasterContext;
 // Forwarded publishes older than this are not sent to minions (cluster/publish_forwarding.h).
 // Also the replay cap.
 inline constexpr std::int64_t kMaxForwardedPublishAgeSeconds = 120;
+// Sign-in answers kept for retries (master/auth_replies.h): a retry comes within its minion's
+// auth_timeout x auth_tries (5 s x 7 in Salt). An answer is ~2 KiB, so 16 MiB holds the
+// answers of ~8,000 sign-ins that waited, more than one 2-core master does in 60 s.
+inline constexpr std::size_t kAuthReplyBytes = std::size_t{16} << 20;
+inline constexpr std::chrono::seconds kAuthReplyAge{60};
 
 struct MasterDaemon::Impl {
   config::MasterConfig config;
@@ -66,6 +71,7 @@ struct MasterDaemon::Impl {
   std::atomic<std::uint64_t> counters_reloaded{0};
   std::atomic<std::uint64_t> counters_reload_failed{0};
   std::unique_ptr<master::ReplayGuard> replay;
+  master::AuthReplies auth_replies{kAuthReplyBytes, kAuthReplyAge};
   std::unique_ptr<master::EventRateLimiter> event_limits;
   master::RecentJobs recent_jobs{64};
   master::Presence presence;

@@ -47,6 +47,7 @@ const std::map<std::string, LiveKey, std::less<>>& Table() {
       {"allow_unsigned_v2_requests", {Effect::kNone, HALITE_TAKE(allow_unsigned_v2_requests)}},
       {"minimum_request_version", {Effect::kNone, HALITE_TAKE(minimum_request_version)}},
       {"auth_queue_timeout_ms", {Effect::kNone, HALITE_TAKE(auth_queue_timeout_ms)}},
+      {"auth_reply_cache_wait_ms", {Effect::kNone, HALITE_TAKE(auth_reply_cache_wait_ms)}},
       {"max_events_per_request", {Effect::kNone, HALITE_TAKE(max_events_per_request)}},
       {"file_roots", {Effect::kNone, HALITE_TAKE(file_roots)}},
       // Both spellings set keep_jobs_seconds (keep_jobs is hours, used when the other is unset).

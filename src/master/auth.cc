@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "halite/keys/auth_policy.h"
+#include "halite/master/auth_replies.h"
 #include "halite/master/handlers.h"
 #include "halite/wire/encoding.h"
 #include "halite/wire/rsa.h"
@@ -71,9 +72,40 @@ void FireAuthEvent(MasterContext& ctx, const std::string& id, const std::string*
   ctx.events->Fire("salt/auth", std::move(data));
 }
 
+// What an answer to `id` given now would carry (AuthReplies::Basis); none if `id` has no
+// accepted key or no usable session key.
+std::optional<AuthReplies::Basis> CurrentBasis(MasterContext& ctx, const std::string& id) {
+  auto accepted = ctx.minion_keys->Lookup(id);
+  if (!accepted.ok()) return std::nullopt;
+  auto session = ctx.session_keys->Get(id, accepted->stamp);
+  if (!session.ok()) return std::nullopt;
+  return AuthReplies::Basis{accepted->stamp, ctx.aes->Current()->key_string(),
+                            (*session)->key_string()};
+}
+
+// A retry of a sign-in answered before (AuthReplies): the same answer, if what it carries is
+// still current. False: no such answer, or a stale one (dropped); sign in afresh.
+bool AnswerRetry(MasterContext& ctx, const std::string& id, const std::string& pub,
+                 const std::string& digest, const std::function<void(std::string)>& reply) {
+  auto kept = ctx.auth_replies->Find(digest);
+  if (!kept) return false;
+  auto basis = CurrentBasis(ctx, id);
+  if (!basis || !(*basis == kept->basis)) {
+    ctx.auth_replies->Drop(digest);
+    return false;
+  }
+  ctx.counters->auth_repeated++;
+  if (ctx.presence) ctx.presence->Seen(id);
+  spdlog::debug("auth of {}: a retry, answered as before", id);
+  FireAuthEvent(ctx, id, &pub, true, "accept");
+  reply(std::move(kept->reply));
+  return true;
+}
+
 }  // namespace
 
 void HandleAuth(MasterContext& ctx, const wire::Value& load, int version,
+                std::chrono::steady_clock::duration waited,
                 std::function<void(std::string)> reply) {
   const std::string* id = load.FindStr("id");
   const std::string* pub = load.FindStr("pub");
@@ -104,6 +136,13 @@ void HandleAuth(MasterContext& ctx, const wire::Value& load, int version,
     spdlog::info("auth: refused a sign-in with a missing or invalid id");
     send_signed(RetMap(false, nonce));
     return;
+  }
+  // The same request again (its minion gave up waiting and resent it): answered as before,
+  // with no RSA, when that answer was kept.
+  std::string digest;
+  if (ctx.auth_replies) {
+    digest = AuthReplies::Digest(*id, version, wire::Pack(load));
+    if (AnswerRetry(ctx, *id, *pub, digest, reply)) return;
   }
   if (ctx.config->max_minions > 0 && !ctx.minion_keys->Get(*id).ok()) {
     // Salt's max_minions: a minion that is not accepted yet is told "full" (it retries).
@@ -192,12 +231,19 @@ void HandleAuth(MasterContext& ctx, const wire::Value& load, int version,
   ret.Set("session", std::move(*session_ct));
   ret.Set("sig", std::move(*sig));
   if (version > 1 && nonce) ret.Set("nonce", *nonce);
+  // Kept for a retry only if this one waited: a prompt answer reaches its minion in time.
+  const auto keep_after = ctx.config->auth_reply_cache_wait_ms;
+  std::optional<AuthReplies::Basis> basis;
+  if (ctx.auth_replies && keep_after.count() >= 0 && waited >= keep_after) {
+    basis = AuthReplies::Basis{accepted->stamp, aes->key_string(), (*session)->key_string()};
+  }
   // "Accepted" goes out only once the key written for it is durable. The key store groups
   // those syncs, so the RSA work above overlapped the flush and no worker waits for it.
   ctx.key_store->AfterDurable(
       [c = &ctx, reply = std::move(reply), bytes = SignedReply(ctx, ret, version, *sig_algo),
        id = *id, pub = *pub, act = decision->act.empty() ? std::string("accept") : decision->act,
-       full = RetMap("full", nonce), version, sig_algo = *sig_algo](Status durable) {
+       full = RetMap("full", nonce), version, sig_algo = *sig_algo, digest = std::move(digest),
+       basis = std::move(basis)](Status durable) mutable {
         if (!durable.ok()) {
           c->counters->auth_errors++;
           spdlog::error("auth of {}: accepted key not durable: {}", id, durable.error().ToString());
@@ -208,6 +254,7 @@ void HandleAuth(MasterContext& ctx, const wire::Value& load, int version,
         if (c->presence) c->presence->Seen(id);
         spdlog::debug("auth of {}: accepted", id);
         FireAuthEvent(*c, id, &pub, true, act);
+        if (basis) c->auth_replies->Put(digest, std::move(*basis), bytes);
         reply(bytes);
       });
 }

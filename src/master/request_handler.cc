@@ -141,7 +141,7 @@ void HandleRequest(MasterContext& ctx, std::string body, std::function<void(std:
         reply(std::string());
         return;
       }
-      HandleAuth(ctx, *load, version, std::move(reply));
+      HandleAuth(ctx, *load, version, waited, std::move(reply));
       return;
     }
     HandleClear(ctx, cmd ? *cmd : std::string(), std::move(*load), std::move(reply));

@@ -125,6 +125,7 @@ TEST(MasterConfigTest, EmptyDocumentGivesSaltDefaults) {
     EXPECT_EQ(c.health_port, 4510);
     EXPECT_EQ(c.max_request_bytes, 100u * 1024 * 1024);
     EXPECT_EQ(c.auth_queue_timeout_ms, std::chrono::milliseconds(4000));
+    EXPECT_EQ(c.auth_reply_cache_wait_ms, std::chrono::milliseconds(1000));
     EXPECT_EQ(c.return_batch_max, 512);
     EXPECT_EQ(c.return_fsync_interval_ms, std::chrono::milliseconds(0));
   }
@@ -188,6 +189,7 @@ cluster_pool_port: 14520
 health_port: 0
 max_request_bytes: 1048576
 auth_queue_timeout_ms: 250
+auth_reply_cache_wait_ms: -1
 return_batch_max: 64
 return_fsync_interval_ms: 5
 )");
@@ -250,6 +252,7 @@ return_fsync_interval_ms: 5
   EXPECT_EQ(c.health_port, 0);
   EXPECT_EQ(c.max_request_bytes, 1048576u);
   EXPECT_EQ(c.auth_queue_timeout_ms, std::chrono::milliseconds(250));
+  EXPECT_EQ(c.auth_reply_cache_wait_ms, std::chrono::milliseconds(-1));
   EXPECT_EQ(c.return_batch_max, 64);
   EXPECT_EQ(c.return_fsync_interval_ms, std::chrono::milliseconds(5));
 }

@@ -21,6 +21,13 @@ std::optional<std::string> RequestOnce(zmq::context_t& ctx, const std::string& e
 Result<AuthResult> RawMinion::Auth(zmq::context_t& ctx,
                                    const std::optional<wire::RsaPublicKey>& master_pub,
                                    int version) {
+  Encoded request = AuthRequest(version);
+  auto reply = RequestOnce(ctx, endpoint_, request.body);
+  if (!reply) return Error::DeadlineExceeded("no auth reply");
+  return ReadAuthReply(*reply, request.nonce, master_pub);
+}
+
+RawMinion::Encoded RawMinion::AuthRequest(int version) const {
   const std::string nonce = wire::RandomNonce();
   wire::Value load = wire::Value::MapOf({{"cmd", "_auth"},
                                          {"id", id_},
@@ -30,9 +37,13 @@ Result<AuthResult> RawMinion::Auth(zmq::context_t& ctx,
                                          {"pub", PublicPem()}});
   wire::Value envelope =
       wire::Value::MapOf({{"enc", "clear"}, {"load", load}, {"version", version}});
-  auto reply = RequestOnce(ctx, endpoint_, wire::Pack(envelope));
-  if (!reply) return Error::DeadlineExceeded("no auth reply");
-  HALITE_ASSIGN_OR_RETURN(wire::Value outer, wire::Unpack(*reply));
+  return Encoded{wire::Pack(envelope), nonce};
+}
+
+Result<AuthResult> RawMinion::ReadAuthReply(
+    const std::string& reply, const std::string& nonce,
+    const std::optional<wire::RsaPublicKey>& master_pub) const {
+  HALITE_ASSIGN_OR_RETURN(wire::Value outer, wire::Unpack(reply));
   AuthResult result;
   result.outer = outer;
   const wire::Value* inner_v = outer.Find("load");

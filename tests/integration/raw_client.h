@@ -70,6 +70,10 @@ class RawMinion {
     std::string nonce;
   };
   Encoded Encode(const wire::Crypticle& key, wire::Value load, const Forge& forge) const;
+  // Auth split in two, for a test that sends one sign-in more than once (a minion's retry).
+  Encoded AuthRequest(int version = 3) const;
+  Result<AuthResult> ReadAuthReply(const std::string& reply, const std::string& nonce,
+                                   const std::optional<wire::RsaPublicKey>& master_pub) const;
   // Sends an encoded request; "bad load" (or any plain string) is Unauthenticated with that
   // text, a plain map reply (errors) is returned as is, else the decrypted reply.
   Result<wire::Value> Send(zmq::context_t& ctx, const Encoded& encoded,

@@ -153,6 +153,10 @@ struct MasterConfig {
   // timed out (Salt's auth_timeout is 5 s) and sent it again, so the RSA work would be wasted
   // and would feed a retry storm. 0: never dropped.
   std::chrono::milliseconds auth_queue_timeout_ms{4000};
+  // The answer to an `_auth` that waited at least this long for a worker is kept for 60 s, so
+  // that its minion's retry of the same request (sent when the answer came too late) is
+  // answered again without RSA work (master/auth_replies.h). -1: never kept.
+  std::chrono::milliseconds auth_reply_cache_wait_ms{1000};
   // Requests older than this protocol version are refused (2 refuses v0/v1; 3 refuses v2).
   int minimum_request_version = 2;
   // v2 requests are encrypted with the AES key every minion shares, so a v2 command that acts

@@ -17,6 +17,7 @@
 #include "halite/jobs/job_cache.h"
 #include "halite/keys/auth_policy.h"
 #include "halite/keys/key_store.h"
+#include "halite/master/auth_replies.h"
 #include "halite/master/keyring.h"
 #include "halite/master/minion_data.h"
 #include "halite/master/minion_keys.h"
@@ -53,7 +54,8 @@ struct Counters {
   std::atomic<std::uint64_t> auth_rejected{0};
   std::atomic<std::uint64_t> auth_denied{0};
   std::atomic<std::uint64_t> auth_errors{0};
-  std::atomic<std::uint64_t> auth_shed{0};  // dropped: waited past auth_queue_timeout_ms
+  std::atomic<std::uint64_t> auth_shed{0};      // dropped: waited past auth_queue_timeout_ms
+  std::atomic<std::uint64_t> auth_repeated{0};  // a retry answered as before (AuthReplies)
   // Minion requests dropped unanswered while this master's shared storage is lost.
   std::atomic<std::uint64_t> storage_shed{0};
   std::atomic<std::uint64_t> returns_stored{0};
@@ -121,6 +123,7 @@ struct MasterContext {
   auth::Authenticator* authenticator = nullptr;
   Counters* counters = nullptr;
   ReplayGuard* replay = nullptr;             // null: no nonce memory
+  AuthReplies* auth_replies = nullptr;       // null: every sign-in does its RSA work
   EventRateLimiter* event_limits = nullptr;  // null: no per-minion event limit
   RecentJobs* recent_jobs = nullptr;         // null: every return reads its job
   Presence* presence = nullptr;              // null: no presence tracking

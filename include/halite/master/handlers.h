@@ -1,6 +1,7 @@
 // Request handlers, one file per family (salt-wire 4.5, 6, 7). All run on worker threads.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <optional>
 #include <string>
@@ -39,9 +40,10 @@ struct AesRequest {
 
 std::string PackPlain(std::string_view text);
 
-// auth.cc: `_auth` (clear).
+// auth.cc: `_auth` (clear). `waited`: how long it queued for a worker (an answer to one that
+// waited may reach its minion too late, so it is kept for the retry: AuthReplies).
 void HandleAuth(MasterContext& ctx, const wire::Value& load, int version,
-                std::function<void(std::string)> reply);
+                std::chrono::steady_clock::duration waited, std::function<void(std::string)> reply);
 // clear_funcs.cc: publish, ping and halite's local tool commands.
 void HandleClear(MasterContext& ctx, const std::string& cmd, wire::Value load,
                  std::function<void(std::string)> reply);
