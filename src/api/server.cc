@@ -26,6 +26,7 @@
 #include "halite/api/event_bus.h"
 #include "halite/api/http_codec.h"
 #include "halite/api/netapi.h"
+#include "halite/common/logging.h"
 
 namespace halite::api {
 
@@ -70,6 +71,9 @@ class RateLimiter {
 
 }  // namespace
 
+// A failed accept is tried again after this (the connection waits in the backlog).
+constexpr std::chrono::milliseconds kAcceptRetry{100};
+
 struct ApiServer::Impl {
   Impl(const config::MasterConfig& c, ApiOptions o, auth::Authenticator& a)
       : config(c),
@@ -96,6 +100,8 @@ struct ApiServer::Impl {
   std::atomic<int> connections{0};
   RateLimiter limiter;  // io thread only
   std::uint16_t port = 0;
+  asio::steady_timer accept_retry{io};
+  LogLimiter accept_log{std::chrono::seconds(10)};
 
   void Accept();
 };
@@ -397,9 +403,17 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
 void ApiServer::Impl::Accept() {
   acceptor->async_accept([this](beast::error_code ec, tcp::socket socket) {
     if (ec) {
+      // EMFILE and the like: retried after kAcceptRetry, not at once (that would spin).
       if (ec == asio::error::operation_aborted) return;
-      spdlog::warn("halite-api accept: {}", ec.message());
-      return Accept();
+      if (auto held = accept_log.Pass()) {
+        spdlog::warn("halite-api accept: {} ({} more since the last line); retrying in {} ms",
+                     ec.message(), *held, kAcceptRetry.count());
+      }
+      accept_retry.expires_after(kAcceptRetry);
+      accept_retry.async_wait([this](beast::error_code wait_ec) {
+        if (!wait_ec) Accept();
+      });
+      return;
     }
     beast::error_code peer_ec;
     auto peer = socket.remote_endpoint(peer_ec);

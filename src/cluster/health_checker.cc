@@ -1,7 +1,10 @@
 #include "halite/cluster/health_checker.h"
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <spdlog/spdlog.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 
@@ -36,6 +39,24 @@ std::optional<Error> ProbeDirectory(const std::filesystem::path& dir, const std:
 }
 
 bool IsFull(const Error& e) { return e.code == ErrorCode::kResourceExhausted; }
+
+// After a probe failed: was it this process that had no descriptor left (EMFILE, or the
+// system's ENFILE) rather than the directory? Then the storage is not lost: dropping minion
+// requests would only make their minions retry on new connections, which need descriptors too.
+bool OutOfDescriptors() {
+  const int fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    ::close(fd);
+    return false;
+  }
+  return errno == EMFILE || errno == ENFILE;
+}
+
+std::uint64_t DescriptorLimit() {
+  struct rlimit limit {};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) return 0;
+  return limit.rlim_cur;
+}
 
 wire::Value List(const std::vector<std::string>& items) {
   wire::Array out;
@@ -93,9 +114,28 @@ void HealthChecker::Round() {
   // and what cannot be written fails on its own (an unstored return goes unanswered, so the
   // minion sends it again; a publish is refused with the error).
   std::vector<std::string> full;
+  bool out_of_descriptors = false;
   for (const auto& dir : options_.dirs) {
-    if (auto p = ProbeDirectory(dir, options_.self_id))
-      (IsFull(*p) ? full : problems).push_back(p->message);
+    if (auto p = ProbeDirectory(dir, options_.self_id)) {
+      if (IsFull(*p)) {
+        full.push_back(p->message);
+      } else if (OutOfDescriptors()) {
+        out_of_descriptors = true;
+      } else {
+        problems.push_back(p->message);
+      }
+    }
+  }
+  if (out_of_descriptors != descriptors_exhausted_.exchange(out_of_descriptors)) {
+    if (out_of_descriptors) {
+      spdlog::error(
+          "out of file descriptors (RLIMIT_NOFILE {}): new connections wait and file work "
+          "fails until some close; a sign-in storm needs 3 per minion (request, publish and "
+          "sign-in connections): raise LimitNOFILE",
+          DescriptorLimit());
+    } else {
+      spdlog::warn("file descriptors available again");
+    }
   }
   const bool lost = !problems.empty();
   if (lost != storage_lost_.exchange(lost)) {
@@ -132,6 +172,10 @@ void HealthChecker::Round() {
     if (!quorum_now->serving) problems.push_back(QuorumProblem(*quorum_now));
   }
   std::vector<std::string> degraded;
+  if (out_of_descriptors) {
+    degraded.push_back("out of file descriptors (RLIMIT_NOFILE " +
+                       std::to_string(DescriptorLimit()) + ")");
+  }
   // etcd away is no reason to move minions: every master lost it alike (or this one is cut
   // from it, and serves its minions on the member list it last read).
   if (options_.membership && !(options_.left && options_.left())) {

@@ -5,6 +5,7 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/error.hpp>
@@ -12,6 +13,8 @@
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/string_body.hpp>
 #include <boost/beast/http/write.hpp>
+
+#include "halite/common/logging.h"
 
 namespace halite::cluster {
 
@@ -21,6 +24,8 @@ namespace http = beast::http;
 using tcp = asio::ip::tcp;
 
 namespace {
+
+constexpr std::chrono::milliseconds kAcceptRetry{100};
 
 using Parser = http::request_parser<http::string_body>;
 
@@ -137,13 +142,25 @@ struct HealthServer::Impl {
   std::unique_ptr<tcp::acceptor> acceptor;
   std::thread thread;
 
+  // A failed accept (EMFILE when the master is out of descriptors) is retried after
+  // kAcceptRetry, not at once: the connection waits in the backlog, and an immediate retry
+  // would spin and log as fast as it fails.
+  asio::steady_timer accept_retry{io};
+  LogLimiter accept_log{std::chrono::seconds(10)};
+
   void Accept() {
     acceptor->async_accept([this](beast::error_code ec, tcp::socket socket) {
       if (ec) {
-        if (ec != asio::error::operation_aborted) {
-          spdlog::warn("health endpoint accept: {}", ec.message());
-          Accept();
+        if (ec == asio::error::operation_aborted) return;
+        if (auto held = accept_log.Pass()) {
+          spdlog::warn(
+              "health endpoint accept: {} ({} more since the last line); retrying in {} ms",
+              ec.message(), *held, kAcceptRetry.count());
         }
+        accept_retry.expires_after(kAcceptRetry);
+        accept_retry.async_wait([this](beast::error_code wait_ec) {
+          if (!wait_ec) Accept();
+        });
         return;
       }
       std::make_shared<Session>(std::move(socket), health, metrics)->Start();

@@ -50,6 +50,13 @@ void RaiseFileLimit() {
     lim.rlim_cur = lim.rlim_max;
     if (setrlimit(RLIMIT_NOFILE, &lim) != 0) spdlog::warn("cannot raise RLIMIT_NOFILE");
   }
+  // A connected minion holds two descriptors here (request and publish connections), and a
+  // third while it signs in (Salt's sign-in has its own connection): a storm after a restart
+  // or rotation needs three per minion at once (docs/benchmarks.md, "10,000 minions").
+  if (getrlimit(RLIMIT_NOFILE, &lim) == 0) {
+    spdlog::info("file descriptor limit {}: room for about {} minions signing in at once",
+                 lim.rlim_cur, lim.rlim_cur > 300 ? (lim.rlim_cur - 300) / 3 : 0);
+  }
 }
 
 std::string TcpEndpoint(const std::string& interface, int port) {

@@ -2,8 +2,11 @@
 // and that it recovers, with real directories and a job cache check the test controls.
 #include "halite/cluster/health_checker.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <filesystem>
@@ -88,6 +91,48 @@ TEST_F(HealthCheckerTest, AVanishedDirectoryFailsHealthAndItsReturnHealsIt) {
   EXPECT_TRUE(checker_->storage_lost().load());
   fs::create_directories(dir_ / "cache");
   ASSERT_TRUE(WaitUntil([&] { return Healthy(); })) << Body().dump();
+  EXPECT_FALSE(checker_->storage_lost().load());
+}
+
+// A process with no descriptor left (a sign-in storm past RLIMIT_NOFILE) cannot write its
+// probe: that is reported as degraded, not as lost storage, which would drop every minion
+// request and make the minions retry on yet more connections.
+TEST_F(HealthCheckerTest, OutOfDescriptorsDegradesButIsNotLostStorage) {
+  Start();
+  ASSERT_TRUE(WaitUntil([&] { return Healthy(); }));
+  struct rlimit old {};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &old), 0);
+  std::vector<int> held;
+  auto release = [&] {
+    for (int fd : held) ::close(fd);
+    held.clear();
+    ::setrlimit(RLIMIT_NOFILE, &old);
+  };
+  struct rlimit low = old;
+  low.rlim_cur = std::min<rlim_t>(old.rlim_cur, 1024);
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &low), 0);
+  int err = 0;
+  for (;;) {
+    const int fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      err = errno;
+      break;
+    }
+    held.push_back(fd);
+  }
+  const bool exhausted = WaitUntil([&] { return checker_->descriptors_exhausted(); });
+  const bool lost = checker_->storage_lost().load();
+  const bool healthy = Healthy();
+  const nlohmann::json body = Body();
+  release();
+  ASSERT_EQ(err, EMFILE);
+  ASSERT_TRUE(exhausted) << body.dump();
+  EXPECT_FALSE(lost);
+  EXPECT_TRUE(healthy) << body.dump();
+  ASSERT_EQ(body["degraded"].size(), 1u) << body.dump();
+  EXPECT_NE(body["degraded"][0].get<std::string>().find("out of file descriptors"),
+            std::string::npos);
+  ASSERT_TRUE(WaitUntil([&] { return !checker_->descriptors_exhausted(); }));
   EXPECT_FALSE(checker_->storage_lost().load());
 }
 

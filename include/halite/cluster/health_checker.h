@@ -84,6 +84,9 @@ class HealthChecker {
   const std::atomic<bool>& storage_lost() const { return storage_lost_; }
   // A directory or the job cache is full (ENOSPC, EDQUOT).
   bool storage_full() const { return storage_full_.load(); }
+  // The last probe failed because this process had no file descriptor left (EMFILE, ENFILE):
+  // reported as degraded, not as lost storage, so minions are still answered.
+  bool descriptors_exhausted() const { return descriptors_exhausted_.load(); }
 
   static wire::Value QuorumToValue(const QuorumDecision& d);
 
@@ -114,6 +117,7 @@ class HealthChecker {
 
   std::atomic<bool> storage_lost_{false};
   std::atomic<bool> storage_full_{false};
+  std::atomic<bool> descriptors_exhausted_{false};
 };
 
 }  // namespace halite::cluster
