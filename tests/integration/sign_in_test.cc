@@ -2,6 +2,8 @@
 // minion's retry of a sign-in answered too late costs the master no RSA (AuthReplies).
 #include <gtest/gtest.h>
 
+#include <memory>
+#include <optional>
 #include <zmq.hpp>
 
 #include "halite/wire/encoding.h"
@@ -92,94 +94,103 @@ TEST_F(SignInTest, EverySignInOfABurstIsAnsweredOrCountedAsShed) {
   EXPECT_EQ(answered + static_cast<int>(shed), kBurst);
 }
 
-double PrivateRsa(const MasterSpec& spec) {
-  return Metric(spec.ip, 4510, "halite_rsa_operations_total{master=\"m1\",kind=\"private\"}")
-      .value_or(-1);
-}
-double Repeats(const MasterSpec& spec) {
-  return Metric(spec.ip, 4510, "halite_auth_total{master=\"m1\",result=\"repeat\"}").value_or(-1);
-}
+// One master and web1's sign-in request, built once so that it can be sent again as a
+// minion's retry is: the same bytes on a new connection.
+class SignInRetryTest : public SignInTest {
+ protected:
+  // Starts the master with `extra_yaml` and sends web1's sign-in a first time.
+  void Begin(const std::string& extra_yaml) {
+    spec_ = Spec("m1", extra_yaml);
+    master_ = std::make_unique<MasterUnderTest>(tmp_.path(), spec_);
+    master_->Start();
+    master_pub_ = MasterPub(*master_);
+    web_.emplace("web1", NewKey(), RetEndpoint(*master_));
+    request_ = web_->AuthRequest();
+    first_bytes_ = Send();
+  }
+  std::string Send() {
+    auto reply = RequestOnce(ctx_, web_->endpoint(), request_.body);
+    EXPECT_TRUE(reply.has_value()) << "no answer to web1's sign-in";
+    return reply.value_or(std::string());
+  }
+  Result<AuthResult> Read(const std::string& reply) {
+    return web_->ReadAuthReply(reply, request_.nonce, master_pub_);
+  }
+  double PrivateRsa() {
+    return Metric(spec_.ip, 4510, "halite_rsa_operations_total{master=\"m1\",kind=\"private\"}")
+        .value_or(-1);
+  }
+  double Repeats() {
+    return Metric(spec_.ip, 4510, "halite_auth_total{master=\"m1\",result=\"repeat\"}")
+        .value_or(-1);
+  }
 
-TEST_F(SignInTest, ARetriedSignInIsAnsweredAsBeforeWithNoRsaWhileItsKeysAreCurrent) {
-  // auth_reply_cache_wait_ms 0: every answer is kept, as one that waited in a storm is. A
-  // minion's retry is the same bytes on a new connection, which is what this test sends.
-  MasterSpec spec = Spec("m1", "auth_reply_cache_wait_ms: 0\n");
-  MasterUnderTest master(tmp_.path(), spec);
-  master.Start();
-  const auto master_pub = MasterPub(master);
-  RawMinion web("web1", NewKey(), RetEndpoint(master));
-  const RawMinion::Encoded request = web.AuthRequest();
+  MasterSpec spec_;
+  std::unique_ptr<MasterUnderTest> master_;
+  std::optional<wire::RsaPublicKey> master_pub_;
+  std::optional<RawMinion> web_;
+  RawMinion::Encoded request_;
+  std::string first_bytes_;
+};
 
-  auto first_bytes = RequestOnce(ctx_, web.endpoint(), request.body);
-  ASSERT_TRUE(first_bytes.has_value());
-  auto first = web.ReadAuthReply(*first_bytes, request.nonce, master_pub);
+TEST_F(SignInRetryTest, ARetriedSignInIsAnsweredAsBeforeWithNoRsaWhileItsKeysAreCurrent) {
+  // auth_reply_cache_wait_ms 0: every answer is kept, as one that waited in a storm is.
+  Begin("auth_reply_cache_wait_ms: 0\n");
+  auto first = Read(first_bytes_);
   ASSERT_TRUE(first.ok()) << first.error().ToString();
   ASSERT_TRUE(first->signature_ok && first->aes && first->session);
-  const double rsa_after_first = PrivateRsa(spec);
+  const double rsa_after_first = PrivateRsa();
   ASSERT_GE(rsa_after_first, 1);  // the reply's signature (this sign-in sends no token)
-  EXPECT_EQ(Repeats(spec), 0);
+  EXPECT_EQ(Repeats(), 0);
 
   // The retry: the same answer, byte for byte, and no private RSA operation.
-  auto again = RequestOnce(ctx_, web.endpoint(), request.body);
-  ASSERT_TRUE(again.has_value());
-  EXPECT_EQ(*again, *first_bytes);
-  EXPECT_EQ(PrivateRsa(spec), rsa_after_first);
-  EXPECT_EQ(Repeats(spec), 1);
+  EXPECT_EQ(Send(), first_bytes_);
+  EXPECT_EQ(PrivateRsa(), rsa_after_first);
+  EXPECT_EQ(Repeats(), 1);
 
   // Another minion's sign-in is not answered from web1's: the id and the load are the key.
-  RawMinion db("db1", NewKey(), RetEndpoint(master));
-  auto db_auth = db.Auth(ctx_, master_pub);
+  RawMinion db("db1", NewKey(), RetEndpoint(*master_));
+  auto db_auth = db.Auth(ctx_, master_pub_);
   ASSERT_TRUE(db_auth.ok() && db_auth->aes) << db_auth.error().ToString();
-  EXPECT_EQ(Repeats(spec), 1);
+  EXPECT_EQ(Repeats(), 1);
 
   // Deleting db1's key rotates the AES key: the kept answer carries the old one, so the retry
   // is signed in afresh and gets the new key.
-  auto deleted = master.Cli("halite-key", {"-d", "db1", "--yes"});
+  auto deleted = master_->Cli("halite-key", {"-d", "db1", "--yes"});
   ASSERT_EQ(deleted.exit_code, 0) << deleted.out << deleted.err;
-  RawMinion probe("probe1", NewKey(), RetEndpoint(master));
+  RawMinion probe("probe1", NewKey(), RetEndpoint(*master_));
   ASSERT_TRUE(WaitFor([&] {
-    auto p = probe.Auth(ctx_, master_pub);
+    auto p = probe.Auth(ctx_, master_pub_);
     return p.ok() && p->aes && p->aes->key_string() != first->aes->key_string();
   })) << "the AES key never changed after a key was deleted";
-  const double rsa_before_retry = PrivateRsa(spec);
-  auto after_rotation = RequestOnce(ctx_, web.endpoint(), request.body);
-  ASSERT_TRUE(after_rotation.has_value());
-  EXPECT_NE(*after_rotation, *first_bytes);
-  auto fresh = web.ReadAuthReply(*after_rotation, request.nonce, master_pub);
+  const double rsa_before_retry = PrivateRsa();
+  const std::string after_rotation = Send();
+  EXPECT_NE(after_rotation, first_bytes_);
+  auto fresh = Read(after_rotation);
   ASSERT_TRUE(fresh.ok() && fresh->aes) << fresh.error().ToString();
   EXPECT_NE(fresh->aes->key_string(), first->aes->key_string());
-  EXPECT_GE(PrivateRsa(spec), rsa_before_retry + 1);
-  EXPECT_EQ(Repeats(spec), 1);
+  EXPECT_GE(PrivateRsa(), rsa_before_retry + 1);
+  EXPECT_EQ(Repeats(), 1);
 
   // Once web1's key is deleted, its retry is not answered "accepted" from memory: the key is
   // gone, so the sign-in is decided afresh (auto_accept takes it again as a new key).
-  auto web_deleted = master.Cli("halite-key", {"-d", "web1", "--yes"});
+  auto web_deleted = master_->Cli("halite-key", {"-d", "web1", "--yes"});
   ASSERT_EQ(web_deleted.exit_code, 0) << web_deleted.out << web_deleted.err;
-  auto after_delete = RequestOnce(ctx_, web.endpoint(), request.body);
-  ASSERT_TRUE(after_delete.has_value());
-  EXPECT_NE(*after_delete, *after_rotation);
-  EXPECT_EQ(Repeats(spec), 1);
+  EXPECT_NE(Send(), after_rotation);
+  EXPECT_EQ(Repeats(), 1);
 }
 
-TEST_F(SignInTest, APromptSignInIsNotKeptSoItsRepeatIsSignedInAgain) {
+TEST_F(SignInRetryTest, APromptSignInIsNotKeptSoItsRepeatIsSignedInAgain) {
   // The default auth_reply_cache_wait_ms (1 s): an answer given at once reaches its minion in
   // time and is not kept, so the master holds nothing per minion outside a storm.
-  MasterSpec spec = Spec("m1", "");
-  MasterUnderTest master(tmp_.path(), spec);
-  master.Start();
-  const auto master_pub = MasterPub(master);
-  RawMinion web("web1", NewKey(), RetEndpoint(master));
-  const RawMinion::Encoded request = web.AuthRequest();
-  auto first = RequestOnce(ctx_, web.endpoint(), request.body);
-  ASSERT_TRUE(first.has_value());
-  const double rsa_after_first = PrivateRsa(spec);
-  auto again = RequestOnce(ctx_, web.endpoint(), request.body);
-  ASSERT_TRUE(again.has_value());
-  auto parsed = web.ReadAuthReply(*again, request.nonce, master_pub);
+  Begin("");
+  const double rsa_after_first = PrivateRsa();
+  const std::string again = Send();
+  auto parsed = Read(again);
   ASSERT_TRUE(parsed.ok() && parsed->aes) << parsed.error().ToString();
-  EXPECT_NE(*again, *first);  // OAEP is randomised: a fresh answer differs
-  EXPECT_GE(PrivateRsa(spec), rsa_after_first + 1);
-  EXPECT_EQ(Repeats(spec), 0);
+  EXPECT_NE(again, first_bytes_);  // OAEP is randomised: a fresh answer differs
+  EXPECT_GE(PrivateRsa(), rsa_after_first + 1);
+  EXPECT_EQ(Repeats(), 0);
 }
 
 }  // namespace
