@@ -2,17 +2,15 @@
 // and that it recovers, with real directories and a job cache check the test controls.
 #include "halite/cluster/health_checker.h"
 
-#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
-#include <sys/resource.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "descriptors.h"
 #include "wait.h"
 
 namespace halite::cluster {
@@ -100,32 +98,13 @@ TEST_F(HealthCheckerTest, AVanishedDirectoryFailsHealthAndItsReturnHealsIt) {
 TEST_F(HealthCheckerTest, OutOfDescriptorsDegradesButIsNotLostStorage) {
   Start();
   ASSERT_TRUE(WaitUntil([&] { return Healthy(); }));
-  struct rlimit old {};
-  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &old), 0);
-  std::vector<int> held;
-  auto release = [&] {
-    for (int fd : held) ::close(fd);
-    held.clear();
-    ::setrlimit(RLIMIT_NOFILE, &old);
-  };
-  struct rlimit low = old;
-  low.rlim_cur = std::min<rlim_t>(old.rlim_cur, 1024);
-  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &low), 0);
-  int err = 0;
-  for (;;) {
-    const int fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-      err = errno;
-      break;
-    }
-    held.push_back(fd);
-  }
+  halite::testing::DescriptorExhaustion exhaustion;
   const bool exhausted = WaitUntil([&] { return checker_->descriptors_exhausted(); });
   const bool lost = checker_->storage_lost().load();
   const bool healthy = Healthy();
   const nlohmann::json body = Body();
-  release();
-  ASSERT_EQ(err, EMFILE);
+  exhaustion.Release();
+  ASSERT_EQ(exhaustion.error(), EMFILE);
   ASSERT_TRUE(exhausted) << body.dump();
   EXPECT_FALSE(lost);
   EXPECT_TRUE(healthy) << body.dump();

@@ -1,7 +1,6 @@
 #include "halite/cluster/health_server.h"
 
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <spdlog/spdlog.h>
@@ -13,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "descriptors.h"
 #include "loopback.h"
 
 namespace halite::cluster {
@@ -113,23 +113,7 @@ TEST(HealthServerTest, AnAcceptWithNoDescriptorLeftWaitsAndServesOnceOneIsFree) 
   ASSERT_TRUE(server.Start().ok());
   const int client = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   ASSERT_GE(client, 0);
-  // UBSan's vptr check (asan preset) opens a pipe the first time it checks a type: have it
-  // check spdlog's logger now, while it still can.
-  // (The server's accept warning formats these types.)
-  spdlog::warn("health server test: {} ({} more since the last line); retrying in {} ms",
-               std::string("exhausting this process's file descriptors"), std::uint64_t{0},
-               std::int64_t{100});
-  struct rlimit old {};
-  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &old), 0);
-  std::vector<int> held;
-  struct rlimit low = old;
-  low.rlim_cur = std::min<rlim_t>(old.rlim_cur, 1024);
-  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &low), 0);
-  while (true) {
-    const int fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-    if (fd < 0) break;
-    held.push_back(fd);
-  }
+  halite::testing::DescriptorExhaustion exhaustion;
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(server.port());
@@ -142,8 +126,8 @@ TEST(HealthServerTest, AnAcceptWithNoDescriptorLeftWaitsAndServesOnceOneIsFree) 
   // Not a wait for anything: the window over which the server's CPU is measured.
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   const double spent = ProcessCpuSeconds() - cpu0;
-  for (int fd : held) ::close(fd);
-  ::setrlimit(RLIMIT_NOFILE, &old);
+  exhaustion.Release();
+  ASSERT_EQ(exhaustion.error(), EMFILE);
   ASSERT_EQ(connected, 0);
   ASSERT_EQ(sent, static_cast<ssize_t>(request.size()));
   EXPECT_LT(spent, 0.15) << "the accept loop spins while out of descriptors";
