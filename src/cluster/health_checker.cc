@@ -1,13 +1,11 @@
 #include "halite/cluster/health_checker.h"
 
-#include <fcntl.h>
 #include <pthread.h>
 #include <spdlog/spdlog.h>
-#include <sys/resource.h>
-#include <unistd.h>
 
 #include <algorithm>
 
+#include "halite/common/descriptors.h"
 #include "halite/common/service_manager.h"
 #include "halite/keys/fs.h"
 
@@ -39,24 +37,6 @@ std::optional<Error> ProbeDirectory(const std::filesystem::path& dir, const std:
 }
 
 bool IsFull(const Error& e) { return e.code == ErrorCode::kResourceExhausted; }
-
-// After a probe failed: was it this process that had no descriptor left (EMFILE, or the
-// system's ENFILE) rather than the directory? Then the storage is not lost: dropping minion
-// requests would only make their minions retry on new connections, which need descriptors too.
-bool OutOfDescriptors() {
-  const int fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-  if (fd >= 0) {
-    ::close(fd);
-    return false;
-  }
-  return errno == EMFILE || errno == ENFILE;
-}
-
-std::uint64_t DescriptorLimit() {
-  struct rlimit limit {};
-  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) return 0;
-  return limit.rlim_cur;
-}
 
 wire::Value List(const std::vector<std::string>& items) {
   wire::Array out;
@@ -119,7 +99,9 @@ void HealthChecker::Round() {
     if (auto p = ProbeDirectory(dir, options_.self_id)) {
       if (IsFull(*p)) {
         full.push_back(p->message);
-      } else if (OutOfDescriptors()) {
+      } else if (OutOfFileDescriptors()) {
+        // This process had no descriptor left, the directory is fine: not lost storage
+        // (dropping minion requests would make them retry on yet more connections).
         out_of_descriptors = true;
       } else {
         problems.push_back(p->message);
@@ -132,7 +114,7 @@ void HealthChecker::Round() {
           "out of file descriptors (RLIMIT_NOFILE {}): new connections wait and file work "
           "fails until some close; a sign-in storm needs 3 per minion (request, publish and "
           "sign-in connections): raise LimitNOFILE",
-          DescriptorLimit());
+          FileDescriptorLimit());
     } else {
       spdlog::warn("file descriptors available again");
     }
@@ -174,7 +156,7 @@ void HealthChecker::Round() {
   std::vector<std::string> degraded;
   if (out_of_descriptors) {
     degraded.push_back("out of file descriptors (RLIMIT_NOFILE " +
-                       std::to_string(DescriptorLimit()) + ")");
+                       std::to_string(FileDescriptorLimit()) + ")");
   }
   // etcd away is no reason to move minions: every master lost it alike (or this one is cut
   // from it, and serves its minions on the member list it last read).

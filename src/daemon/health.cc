@@ -1,33 +1,12 @@
 // The inputs of one master's health checker (cluster/health_checker.h) and /metrics.
 
-#include <sys/resource.h>
-
 #include <cstdio>
-#include <filesystem>
 
+#include "halite/common/descriptors.h"
 #include "halite/wire/rsa.h"
 #include "master_daemon_impl.h"
 
 namespace halite::daemon {
-
-namespace {
-
-std::uint64_t OpenDescriptors() {
-  std::error_code ec;
-  std::uint64_t n = 0;
-  for (auto it = std::filesystem::directory_iterator("/proc/self/fd", ec);
-       !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
-    ++n;
-  }
-  return n > 0 ? n - 1 : 0;  // less the one the listing itself holds
-}
-
-std::uint64_t DescriptorLimit() {
-  struct rlimit limit {};
-  return ::getrlimit(RLIMIT_NOFILE, &limit) == 0 ? limit.rlim_cur : 0;
-}
-
-}  // namespace
 
 void MasterDaemon::Impl::MakeHealthChecker() {
   cluster::HealthCheckerOptions options;
@@ -93,9 +72,9 @@ std::string MasterDaemon::Impl::Metrics() {
        "1 while the last storage probe found no file descriptor left (RLIMIT_NOFILE).");
   line("halite_file_descriptors_exhausted", id, health->descriptors_exhausted() ? 1.0 : 0.0);
   help("process_open_fds", "gauge", "Open file descriptors.");
-  line("process_open_fds", id, static_cast<double>(OpenDescriptors()));
+  line("process_open_fds", id, static_cast<double>(OpenFileDescriptors()));
   help("process_max_fds", "gauge", "The file descriptor limit (RLIMIT_NOFILE).");
-  line("process_max_fds", id, static_cast<double>(DescriptorLimit()));
+  line("process_max_fds", id, static_cast<double>(FileDescriptorLimit()));
   help("halite_config_reloads_total", "counter", "SIGHUP reloads by result.");
   line("halite_config_reloads_total", id + ",result=\"applied\"", counters_reloaded.load());
   line("halite_config_reloads_total", id + ",result=\"failed\"", counters_reload_failed.load());

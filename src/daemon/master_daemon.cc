@@ -15,6 +15,7 @@
 #include "halite/cluster/membership.h"
 #include "halite/cluster/peer_channel.h"
 #include "halite/cluster/shared_state.h"
+#include "halite/common/descriptors.h"
 #include "halite/common/logging.h"
 #include "halite/common/service_manager.h"
 #include "halite/daemon/peer_runner.h"
@@ -53,10 +54,9 @@ void RaiseFileLimit() {
   // A connected minion holds two descriptors here (request and publish connections), and a
   // third while it signs in (Salt's sign-in has its own connection): a storm after a restart
   // or rotation needs three per minion at once (docs/benchmarks.md, "10,000 minions").
-  if (getrlimit(RLIMIT_NOFILE, &lim) == 0) {
-    spdlog::info("file descriptor limit {}: room for about {} minions signing in at once",
-                 lim.rlim_cur, lim.rlim_cur > 300 ? (lim.rlim_cur - 300) / 3 : 0);
-  }
+  const std::uint64_t limit = FileDescriptorLimit();
+  spdlog::info("file descriptor limit {}: room for about {} minions signing in at once", limit,
+               limit > 300 ? (limit - 300) / 3 : 0);
 }
 
 std::string TcpEndpoint(const std::string& interface, int port) {
