@@ -69,12 +69,14 @@ class ClusterTest : public ::testing::Test {
 
   HttpResponse HealthOf(int i) { return HttpCall(ips_[i], 4510, "GET", "/health", {}, "", 5s); }
   // Polls master i's /health until it answers `status` (60 s at most); the last answer.
-  HttpResponse WaitForHealth(int i, int status) {
+  // Waits for master i's /health to answer `status` with `needle` in its body: a master
+  // that has not finished its first check also answers 503, for another reason.
+  HttpResponse WaitForHealth(int i, int status, const std::string& needle = "") {
     HttpResponse h;
     WaitFor(
         [&] {
           h = HealthOf(i);
-          return h.status == status;
+          return h.status == status && h.body.find(needle) != std::string::npos;
         },
         60s, 250ms);
     return h;
@@ -286,7 +288,7 @@ TEST_F(ClusterTest, AMasterCutFromBothPeersReportsThePartitionAndTheMajorityServ
   AddMinion("island", 2);
   std::string last;
   ASSERT_TRUE(EveryMinionAnswers(*masters_[2], "*", {"test.ping"}, 1, &last)) << last;
-  HttpResponse cut = WaitForHealth(2, 503);
+  HttpResponse cut = WaitForHealth(2, 503, "partitioned");
   ASSERT_EQ(cut.status, 503) << cut.body;
   EXPECT_NE(cut.body.find("partitioned: this master's side (" + ips_[2] + ") is cut off"),
             std::string::npos)
@@ -330,7 +332,7 @@ TEST_F(ClusterTest, TwoMastersCutApartTheLowerIdServesAndTheOtherTakesOverWhenIt
   MakeCluster(2);
   const int lo = ips_[0] < ips_[1] ? 0 : 1;
   const int hi = 1 - lo;
-  HttpResponse h = WaitForHealth(hi, 503);
+  HttpResponse h = WaitForHealth(hi, 503, "partitioned");
   ASSERT_EQ(h.status, 503) << h.body;
   EXPECT_NE(h.body.find("cut off from (" + ips_[lo] + "), which serves"), std::string::npos)
       << h.body;

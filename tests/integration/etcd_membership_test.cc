@@ -245,7 +245,7 @@ TEST_F(EtcdMembershipTest, LeaveDrainsTheMasterThenDeregistersIt) {
   ASSERT_TRUE(WaitFor(
       [&] {
         health = HealthOf(m2);
-        return health.status == 503;
+        return health.status == 503 && health.body.find("leaving the cluster") != std::string::npos;
       },
       30s, 100ms))
       << health.status << " " << health.body << "\n"
