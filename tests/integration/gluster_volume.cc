@@ -378,6 +378,10 @@ Status GlusterVolume::CreateVolume() {
       {"ssl.certificate-depth", "1"},
       // A killed brick is noticed at once (the connection resets), not after 42 s.
       {"network.ping-timeout", "5"},
+      // The self-heal daemon crawls the index every 5 s, not every 600: an entry marked after
+      // the one `volume heal` a test asks for (a master wrote while the brick came back) is
+      // healed within seconds, as the test waits for, not ten minutes later.
+      {"cluster.heal-timeout", "5"},
   };
   std::vector<std::string> set{"volume", "set", kVolume};  // one command: each costs ~0.4 s
   for (const auto& [key, value] : options) {
