@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "halite/common/descriptors.h"
+#include "halite/common/process_memory.h"
 #include "halite/wire/rsa.h"
 #include "master_daemon_impl.h"
 
@@ -75,6 +76,16 @@ std::string MasterDaemon::Impl::Metrics() {
   line("process_open_fds", id, static_cast<double>(OpenFileDescriptors()));
   help("process_max_fds", "gauge", "The file descriptor limit (RLIMIT_NOFILE).");
   line("process_max_fds", id, static_cast<double>(FileDescriptorLimit()));
+  help("process_resident_memory_bytes", "gauge", "Resident memory (VmRSS).");
+  line("process_resident_memory_bytes", id, static_cast<double>(ResidentBytes()));
+  help("halite_heap_trims_total", "counter",
+       "Heap trims (malloc_trim), one per maintenance loop (loop_interval).");
+  line("halite_heap_trims_total", id, static_cast<double>(heap_trims.load()));
+  help("halite_heap_released_bytes_total", "counter",
+       "Resident memory the heap trims gave back, as measured around each.");
+  line("halite_heap_released_bytes_total", id, static_cast<double>(heap_released_bytes.load()));
+  help("halite_heap_trim_seconds_total", "counter", "Time the heap trims took, summed.");
+  line("halite_heap_trim_seconds_total", id, static_cast<double>(heap_trim_us.load()) / 1e6);
   help("halite_config_reloads_total", "counter", "SIGHUP reloads by result.");
   line("halite_config_reloads_total", id + ",result=\"applied\"", counters_reloaded.load());
   line("halite_config_reloads_total", id + ",result=\"failed\"", counters_reload_failed.load());

@@ -17,6 +17,7 @@
 #include "halite/cluster/shared_state.h"
 #include "halite/common/descriptors.h"
 #include "halite/common/logging.h"
+#include "halite/common/process_memory.h"
 #include "halite/common/service_manager.h"
 #include "halite/daemon/peer_runner.h"
 #include "halite/daemon/pillar_setup.h"
@@ -409,6 +410,18 @@ void MasterDaemon::RunUntilStopped() {
           spdlog::warn("Rotating cluster AES key (changed in {})", impl.cluster_aes->Where());
         }
       });
+      // What a burst freed (a storm's sign-in connections, a job's returns) back to the
+      // kernel: glibc keeps it resident otherwise. On this thread, which has nothing else to
+      // do until the next round; it takes ~21 ms at 9,900 minions (bench/run), each arena's
+      // lock held in turn, so a worker's allocation may wait that long once a round.
+      const HeapTrim trim = TrimHeap();
+      if (trim.resident_before > trim.resident_after) {
+        impl.heap_released_bytes += trim.resident_before - trim.resident_after;
+      }
+      impl.heap_trim_us += static_cast<std::uint64_t>(trim.took.count());
+      impl.heap_trims++;
+      spdlog::debug("heap trim: resident {} KiB -> {} KiB in {} us", trim.resident_before / 1024,
+                    trim.resident_after / 1024, trim.took.count());
     }
   }
 }

@@ -70,6 +70,11 @@ struct MasterDaemon::Impl {
   master::Counters counters;
   std::atomic<std::uint64_t> counters_reloaded{0};
   std::atomic<std::uint64_t> counters_reload_failed{0};
+  // The maintenance loop's heap trims (common/process_memory.h), and the resident memory
+  // they gave back as measured around each (other threads allocate meanwhile: about).
+  std::atomic<std::uint64_t> heap_trims{0};
+  std::atomic<std::uint64_t> heap_released_bytes{0};
+  std::atomic<std::uint64_t> heap_trim_us{0};  // their time, summed
   std::unique_ptr<master::ReplayGuard> replay;
   master::AuthReplies auth_replies{kAuthReplyBytes, kAuthReplyAge};
   std::unique_ptr<master::EventRateLimiter> event_limits;

@@ -123,6 +123,36 @@ TEST_F(MasterTest, ARestartedMinionIsNotSentAgainAJobItAlreadyReturned) {
       << ReadFileOrEmpty(runs);
 }
 
+// /metrics reports the master's resident memory as the kernel counts it, and the maintenance
+// loop trims the heap once a round (loop_interval), counted.
+TEST_F(MasterTest, ResidentMemoryAndHeapTrimsAreInMetrics) {
+  MasterSpec spec = Spec("m1", true);
+  spec.health_port = 4510;
+  MasterUnderTest master(tmp_.path(), spec);  // the harness sets loop_interval: 1
+  master.Start();
+  const std::string trims = "halite_heap_trims_total{master=\"m1\"}";
+  double first = -1;
+  ASSERT_TRUE(WaitFor([&] { return (first = Metric(master.ip(), 4510, trims).value_or(0)) >= 1; }))
+      << master.Log();
+  // One more round's trim, a second or so later.
+  ASSERT_TRUE(WaitFor([&] { return Metric(master.ip(), 4510, trims).value_or(0) > first; }, 10s))
+      << master.Log();
+  EXPECT_TRUE(Metric(master.ip(), 4510, "halite_heap_released_bytes_total{master=\"m1\"}"))
+      << master.Log();
+  const auto took = Metric(master.ip(), 4510, "halite_heap_trim_seconds_total{master=\"m1\"}");
+  ASSERT_TRUE(took.has_value());
+  EXPECT_GT(*took, 0);  // a trim walks the arenas: never free
+  const auto resident = Metric(master.ip(), 4510, "process_resident_memory_bytes{master=\"m1\"}");
+  ASSERT_TRUE(resident.has_value());
+  // The kernel's own figure, read just after: the same within a factor of two.
+  const std::string status = ReadFileOrEmpty("/proc/" + std::to_string(master.pid()) + "/status");
+  const auto at = status.find("VmRSS:");
+  ASSERT_NE(at, std::string::npos) << status;
+  const double kernel = std::atof(status.c_str() + at + 6) * 1024;
+  EXPECT_GT(*resident, kernel / 2) << *resident << " against VmRSS " << kernel;
+  EXPECT_LT(*resident, kernel * 2) << *resident << " against VmRSS " << kernel;
+}
+
 TEST_F(MasterTest, ReturnIsStoredAndVisibleAfterTheCliExits) {
   MasterUnderTest master(tmp_.path(), Spec("m1", true));
   master.Start();
