@@ -4,19 +4,18 @@
 #include <signal.h>
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cinttypes>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <future>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "halite/common/process_memory.h"
 #include "halite/minion/grains.h"
 #include "halite/minion/keys.h"
 #include "halite/minion/minion.h"
@@ -55,13 +54,6 @@ rlim_t RaiseFileLimit(rlim_t want) {
   return soft;
 }
 
-double RssMiB() {
-  std::ifstream statm("/proc/self/statm");
-  long pages_total = 0, pages_rss = 0;
-  statm >> pages_total >> pages_rss;
-  return static_cast<double>(pages_rss) * static_cast<double>(sysconf(_SC_PAGESIZE)) / 1048576.0;
-}
-
 struct Shard {
   explicit Shard(int index) : loop("swarm-" + std::to_string(index)) {}
   halite::transport::ZmqLoop loop;
@@ -70,8 +62,8 @@ struct Shard {
 
 void PrintStatus(const MinionMetrics& m, int started, int count, double elapsed, FILE* out,
                  const char* label) {
-  malloc_trim(0);  // give freed heap pages back so that rss shows what is live
-  double rss = RssMiB();
+  // Freed heap pages given back first, so that rss shows what is live.
+  double rss = static_cast<double>(TrimHeap().resident_after) / 1048576.0;
   double heap = static_cast<double>(mallinfo2().uordblks) / 1048576.0;  // malloc'ed, in use
   std::fprintf(out,
                "%s[%7.1fs] started %d/%d | connected %" PRId64 " pending %" PRId64

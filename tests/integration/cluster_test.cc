@@ -68,9 +68,9 @@ class ClusterTest : public ::testing::Test {
   }
 
   HttpResponse HealthOf(int i) { return HttpCall(ips_[i], 4510, "GET", "/health", {}, "", 5s); }
-  // Polls master i's /health until it answers `status` (60 s at most); the last answer.
-  // Waits for master i's /health to answer `status` with `needle` in its body: a master
-  // that has not finished its first check also answers 503, for another reason.
+  // Polls master i's /health until it answers `status` with `needle` in its body (60 s at
+  // most); the last answer. A master that has not finished its first check also answers
+  // 503, for another reason: the needle tells them apart.
   HttpResponse WaitForHealth(int i, int status, const std::string& needle = "") {
     HttpResponse h;
     WaitFor(
