@@ -1,9 +1,9 @@
 #include "halite/common/logging.h"
 
-#include <utility>
-
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
+
+#include <utility>
 
 namespace halite {
 
@@ -53,6 +53,19 @@ std::optional<std::uint64_t> LogLimiter::Pass(std::chrono::steady_clock::time_po
 std::string SuppressedSuffix(std::uint64_t suppressed) {
   if (suppressed == 0) return "";
   return " (" + std::to_string(suppressed) + " more like it since the last)";
+}
+
+std::string Printable(std::string_view text) {
+  std::string out;
+  for (unsigned char c : text.substr(0, 128)) {
+    if (c < 0x20 || c == 0x7f) {
+      out += fmt::format("\\x{:02x}", c);
+    } else {
+      out.push_back(static_cast<char>(c));
+    }
+  }
+  if (text.size() > 128) out += "...";
+  return out;
 }
 
 }  // namespace halite

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "halite/common/logging.h"
 #include "halite/master/minion_data.h"
 #include "halite/master/targeting.h"
 #include "halite/wire/regex.h"
@@ -73,7 +74,17 @@ wire::Value MineGet(MasterContext& ctx, const std::string& requester, const wire
   funs = MineFunctionsAllowed(ctx, requester, std::move(funs));
   if (funs.empty()) return out;
   auto resolved = ResolveTargets(ctx, tgt, tgt_type, ":", /*greedy=*/false);
-  if (!resolved.ok()) return out;
+  if (!resolved.ok()) {
+    // A bad or over-costly target from a minion: an empty answer, as Salt gives for a target
+    // it cannot match, and one line per period however often a minion sends it.
+    static LogLimiter limiter(std::chrono::seconds(10));
+    if (auto suppressed = limiter.Pass()) {
+      spdlog::warn("mine_get from '{}' with {} target: {}; answered empty{}", requester,
+                   Printable(tgt_type), Printable(resolved.error().ToString()),
+                   SuppressedSuffix(*suppressed));
+    }
+    return out;
+  }
   for (const auto& id : resolved->minions) {
     wire::Value mine = ctx.minion_data->Mine(id);
     for (const auto& f : funs) {

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "halite/common/logging.h"
 #include "halite/keys/key_store.h"
 #include "halite/master/context.h"
 #include "halite/master/handlers.h"
@@ -55,20 +56,6 @@ bool IdFreeCommand(std::string_view cmd) {
     if (cmd == c) return true;
   }
   return false;
-}
-
-// Printable form of attacker-supplied text for a log line.
-std::string Printable(std::string_view s) {
-  std::string out;
-  for (unsigned char c : s.substr(0, 128)) {
-    if (c < 0x20 || c == 0x7f) {
-      out += fmt::format("\\x{:02x}", c);
-    } else {
-      out.push_back(static_cast<char>(c));
-    }
-  }
-  if (s.size() > 128) out += "...";
-  return out;
 }
 
 }  // namespace

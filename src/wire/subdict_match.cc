@@ -19,9 +19,37 @@ std::string Lower(std::string text) {
   return text;
 }
 
+// The work one SubdictMatch may do. Each "*:" level of an expression retries every split point
+// and walks every value below it again, so the work grows as a high power of the wildcard
+// count (stock Salt takes 8 s over a small pillar for 48 wildcards; target_fuzz found a 281-byte
+// expression that took seconds here). A unit is one split point tried, one key walked, one map
+// entered or one value compared, plus one per 256 bytes of pattern copied and per 64 compared. Real
+// targets use tens of units; the budget leaves room for wildcards over large pillars and still
+// bounds one match to milliseconds.
+constexpr std::size_t kSubdictWorkBudget = 50'000;
+
+class Work {
+ public:
+  Status Spend(std::size_t units) {
+    if (units > left_) {
+      left_ = 0;
+      return Error::ResourceExhausted("target expression needs more than " +
+                                      std::to_string(kSubdictWorkBudget) +
+                                      " steps to match (too many '*' levels or delimiters)");
+    }
+    left_ -= units;
+    return OkStatus();
+  }
+
+ private:
+  std::size_t left_ = kSubdictWorkBudget;
+};
+
 // Salt's _match: str() of the value and the pattern, both lowercased.
-Result<bool> MatchScalar(const Value& value, const std::string& pattern, SubdictMode mode) {
+Result<bool> MatchScalar(const Value& value, const std::string& pattern, SubdictMode mode,
+                         Work& work) {
   const std::string text = Lower(ScalarToString(value));
+  HALITE_RETURN_IF_ERROR(work.Spend(1 + (text.size() + pattern.size()) / 64));
   const std::string lowered = Lower(pattern);
   switch (mode) {
     case SubdictMode::kRegex: {
@@ -44,13 +72,15 @@ bool MapHasKey(const Value& map, std::string_view key) {
 }
 
 Result<bool> DictMatch(const Value& map, std::string pattern, std::string_view delimiter,
-                       SubdictMode mode, int depth);
+                       SubdictMode mode, int depth, Work& work);
 
 // Salt's traverse_dict_and_list: nullptr where it would return its default.
-const Value* Traverse(const Value& data, std::string_view key, std::string_view delimiter) {
+Result<const Value*> Traverse(const Value& data, std::string_view key, std::string_view delimiter,
+                              Work& work) {
   const Value* ptr = &data;
   std::size_t start = 0;
   for (;;) {
+    HALITE_RETURN_IF_ERROR(work.Spend(1));
     std::size_t next = key.find(delimiter, start);
     std::string_view each =
         key.substr(start, next == std::string_view::npos ? key.npos : next - start);
@@ -65,7 +95,7 @@ const Value* Traverse(const Value& data, std::string_view key, std::string_view 
         std::size_t index = 0;
         auto [end, ec] = std::from_chars(each.data(), each.data() + each.size(), index);
         if (ec != std::errc() || end != each.data() + each.size() || index >= list->size()) {
-          return nullptr;
+          return static_cast<const Value*>(nullptr);
         }
         found = &(*list)[index];
       }
@@ -81,10 +111,10 @@ const Value* Traverse(const Value& data, std::string_view key, std::string_view 
           }
         }
       }
-      if (found == nullptr) return nullptr;
+      if (found == nullptr) return static_cast<const Value*>(nullptr);
       ptr = found;
     } else {
-      return nullptr;
+      return static_cast<const Value*>(nullptr);
     }
     if (next == std::string_view::npos) return ptr;
     start = next + delimiter.size();
@@ -97,7 +127,7 @@ constexpr int kMaxSubdictDepth = 64;
 constexpr std::size_t kMaxDelimiters = 256;
 
 Result<bool> Subdict(const Value& data, std::string_view expr, std::string_view delimiter,
-                     SubdictMode mode, int depth) {
+                     SubdictMode mode, int depth, Work& work) {
   if (depth > kMaxSubdictDepth) return false;
   std::vector<std::size_t> cuts;  // offsets of each delimiter in expr
   for (std::size_t pos = expr.find(delimiter); pos != std::string_view::npos;
@@ -109,6 +139,7 @@ Result<bool> Subdict(const Value& data, std::string_view expr, std::string_view 
     }
   }
   for (auto it = cuts.rbegin(); it != cuts.rend(); ++it) {
+    HALITE_RETURN_IF_ERROR(work.Spend(1 + expr.size() / 256));  // a pattern copy per split
     std::string_view key = expr.substr(0, *it);
     std::string pattern;
     const Value* match = nullptr;
@@ -117,26 +148,27 @@ Result<bool> Subdict(const Value& data, std::string_view expr, std::string_view 
       match = &data;
     } else {
       pattern = std::string(expr.substr(*it + delimiter.size()));
-      match = Traverse(data, key, delimiter);
+      HALITE_ASSIGN_OR_RETURN(match, Traverse(data, key, delimiter, work));
     }
     if (match == nullptr || (match->is_map() && match->map()->empty())) continue;
     if (match->is_map()) {
-      HALITE_ASSIGN_OR_RETURN(bool m, DictMatch(*match, pattern, delimiter, mode, depth + 1));
+      HALITE_ASSIGN_OR_RETURN(bool m, DictMatch(*match, pattern, delimiter, mode, depth + 1, work));
       if (m) return true;
       continue;
     }
     if (const Array* list = match->array()) {
       for (const Value& member : *list) {
         if (member.is_map()) {
-          HALITE_ASSIGN_OR_RETURN(bool m, DictMatch(member, pattern, delimiter, mode, depth + 1));
+          HALITE_ASSIGN_OR_RETURN(bool m,
+                                  DictMatch(member, pattern, delimiter, mode, depth + 1, work));
           if (m) return true;
         }
-        HALITE_ASSIGN_OR_RETURN(bool m, MatchScalar(member, pattern, mode));
+        HALITE_ASSIGN_OR_RETURN(bool m, MatchScalar(member, pattern, mode, work));
         if (m) return true;
       }
       continue;
     }
-    HALITE_ASSIGN_OR_RETURN(bool m, MatchScalar(*match, pattern, mode));
+    HALITE_ASSIGN_OR_RETURN(bool m, MatchScalar(*match, pattern, mode, work));
     if (m) return true;
   }
   return false;
@@ -145,24 +177,25 @@ Result<bool> Subdict(const Value& data, std::string_view expr, std::string_view 
 // Salt's _dict_match: a key name, "*" (any key), a deeper expression, or with a "*:" prefix
 // the pattern against every value one level down.
 Result<bool> DictMatch(const Value& map, std::string pattern, std::string_view delimiter,
-                       SubdictMode mode, int depth) {
+                       SubdictMode mode, int depth, Work& work) {
   if (depth > kMaxSubdictDepth) return false;
+  HALITE_RETURN_IF_ERROR(work.Spend(1));
   const bool wildcard = pattern.rfind("*:", 0) == 0;
   if (wildcard) pattern.erase(0, 2);
   if (pattern == "*" || MapHasKey(map, pattern)) return true;
-  HALITE_ASSIGN_OR_RETURN(bool deeper, Subdict(map, pattern, delimiter, mode, depth));
+  HALITE_ASSIGN_OR_RETURN(bool deeper, Subdict(map, pattern, delimiter, mode, depth, work));
   if (deeper || !wildcard) return deeper;
   for (const auto& [key, value] : *map.map()) {
     if (value.is_map()) {
-      HALITE_ASSIGN_OR_RETURN(bool m, DictMatch(value, pattern, delimiter, mode, depth + 1));
+      HALITE_ASSIGN_OR_RETURN(bool m, DictMatch(value, pattern, delimiter, mode, depth + 1, work));
       if (m) return true;
     } else if (const Array* list = value.array()) {
       for (const Value& item : *list) {
-        HALITE_ASSIGN_OR_RETURN(bool m, MatchScalar(item, pattern, mode));
+        HALITE_ASSIGN_OR_RETURN(bool m, MatchScalar(item, pattern, mode, work));
         if (m) return true;
       }
     } else {
-      HALITE_ASSIGN_OR_RETURN(bool m, MatchScalar(value, pattern, mode));
+      HALITE_ASSIGN_OR_RETURN(bool m, MatchScalar(value, pattern, mode, work));
       if (m) return true;
     }
   }
@@ -245,7 +278,8 @@ bool InNetwork(const IpNetwork& net, const IpAddress& ip) {
 Result<bool> SubdictMatch(const Value& data, std::string_view expr, std::string_view delimiter,
                           SubdictMode mode) {
   if (delimiter.empty()) return Error::InvalidArgument("empty target delimiter");
-  return Subdict(data, expr, delimiter, mode, 0);
+  Work work;
+  return Subdict(data, expr, delimiter, mode, 0, work);
 }
 
 bool IpCidrMatch(std::string_view tgt, const Value& grains) {

@@ -42,7 +42,8 @@ class TargetingTest : public ::testing::Test {
   // Into the pillar_roots the harness gives every master.
   static void WritePillar(const MasterUnderTest& master) {
     WriteFile(master.dir() / "pillar" / "top.sls", kPillarTop);
-    WriteFile(master.dir() / "pillar" / "web.sls", "role: web\ntier:\n  name: front\n");
+    WriteFile(master.dir() / "pillar" / "web.sls", "role: web\ntier:\n  name: front\n"
+              "deep:\n  a:\n    b:\n      c:\n        d: leaf\n");
     WriteFile(master.dir() / "pillar" / "db.sls", "role: db\n");
   }
 
@@ -110,6 +111,19 @@ TEST_F(TargetingTest, MineGetResolvesPillarIpcidrAndNodegroupTargetsFromTheDataC
   // An unknown or self-including nodegroup matches nobody (mine_get answers {}).
   EXPECT_EQ(mine_get("nosuch", "nodegroup"), Ids{});
   EXPECT_EQ(mine_get("loop", "nodegroup"), Ids{});
+  // "*:" wildcards, each one level down, as stock Salt's subdict_match (3007.8) answers them.
+  EXPECT_EQ(mine_get("deep:a:b:c:d:leaf", "pillar"), (Ids{"web1", "web2"}));
+  EXPECT_EQ(mine_get("*:*:*:*:d:leaf", "pillar"), (Ids{"web1", "web2"}));
+  EXPECT_EQ(mine_get("*:*:*:*:*:d:leaf", "pillar"), (Ids{"web1", "web2"}));
+  EXPECT_EQ(mine_get("*:*:*:d:leaf", "pillar"), Ids{});
+  // A hostile minion's flood of wildcards: every level retries every split point below it,
+  // which took the old code minutes per minion over this five-level pillar. It is refused
+  // after a bounded amount of work ({} and a log line), and the master answers the next ask.
+  std::string flood;
+  for (int i = 0; i < 120; ++i) flood += "*:";
+  EXPECT_EQ(mine_get(flood + "leaf", "pillar"), Ids{});
+  EXPECT_EQ(mine_get("I@" + flood + "leaf or G@id:db1", "compound"), Ids{});
+  EXPECT_EQ(mine_get("role:web", "pillar"), (Ids{"web1", "web2"}));
 }
 
 class CliTargetingTest : public TargetingTest {

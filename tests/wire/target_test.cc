@@ -238,6 +238,31 @@ TEST(TargetTest, SubdictMatchAgreesWithSalt) {
       ErrorCode::kResourceExhausted);
 }
 
+// Found by target_fuzz: "*:" wildcards try every split point, and each "*:" level walks every
+// value below it again, so a 281-byte pillar target took seconds against a three-level map.
+// Such an expression is refused after a bounded amount of work, not evaluated in full.
+TEST(TargetTest, SubdictWildcardFloodIsALimitErrorNotMinutesOfWork) {
+  const Value data =
+      Value::MapOf({{"a", Value::MapOf({{"b", Value::MapOf({{"c", "d"}, {"e", 7}})}, {"f", "g"}})},
+                    {"list", Value(Array{1, "two", Value::MapOf({{"h", "i"}})})},
+                    {"os", "Debian"}});
+  std::string expr;
+  for (int i = 0; i < 120; ++i) expr += "*:";
+  expr += "nomatch";
+  for (SubdictMode mode : {SubdictMode::kGlob, SubdictMode::kExact}) {
+    auto r = SubdictMatch(data, expr, ":", mode);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().code, ErrorCode::kResourceExhausted) << r.error().ToString();
+  }
+  // The same wildcards, as far as a real pillar target goes, are still evaluated.
+  auto ok = SubdictMatch(data, "*:*:*:c:d", ":", SubdictMode::kGlob);
+  ASSERT_TRUE(ok.ok()) << ok.error().ToString();
+  EXPECT_TRUE(*ok);
+  auto miss = SubdictMatch(data, "*:*:*:*:*:*:nomatch", ":", SubdictMode::kGlob);
+  ASSERT_TRUE(miss.ok()) << miss.error().ToString();
+  EXPECT_FALSE(*miss);
+}
+
 TEST(TargetTest, IpCidrAgreesWithSalt) {
   const nlohmann::json v = SaltVectors()["ipcidr"];
   const Value grains = FromJson(v["grains"]);

@@ -47,4 +47,8 @@ class LogLimiter {
 // " (N more like it since the last)" for N > 0, "" otherwise: the tail of a limited line.
 std::string SuppressedSuffix(std::uint64_t suppressed);
 
+// Attacker-supplied text as it may go into a log line: control bytes as \xNN, at most 128
+// bytes, "..." when cut.
+std::string Printable(std::string_view text);
+
 }  // namespace halite
