@@ -55,13 +55,18 @@ Result<Resolved> ResolveTargets(MasterContext& ctx, const wire::Value& tgt,
   const bool needs_grains = IsDataTarget(type, text, "GPS", {"grain", "grain_pcre", "ipcidr"});
   const bool needs_pillar =
       IsDataTarget(type, text, "IJ", {"pillar", "pillar_pcre", "pillar_exact"});
+  const CpuBudget budget(kResolveCpuBase + kResolveCpuPerMinion * accepted.size());
+  const std::string what =
+      "resolving a " + type + " target against " + std::to_string(accepted.size()) + " minions";
   for (const auto& id : accepted) {
+    HALITE_RETURN_IF_ERROR(budget.Check(what));
     std::optional<wire::Value> grains;
     std::optional<wire::Value> pillar;
     if (needs_grains) grains = ctx.minion_data->Grains(id);
     if (needs_pillar) pillar = ctx.minion_data->Pillar(id);
     wire::TargetContext tc{id,        grains ? &*grains : nullptr, greedy,
-                           delimiter, pillar ? &*pillar : nullptr, nodegroups};
+                           delimiter, pillar ? &*pillar : nullptr, nodegroups,
+                           &budget};
     HALITE_ASSIGN_OR_RETURN(bool matched, wire::MatchTarget(expr, type, tc));
     if (matched) out.minions.push_back(id);
   }

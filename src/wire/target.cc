@@ -137,6 +137,9 @@ class CompoundParser {
 
   Result<bool> Atom() {
     if (pos_ >= tokens_.size()) return Error::InvalidArgument("compound target ends early");
+    if (ctx_.cpu_budget != nullptr) {
+      HALITE_RETURN_IF_ERROR(ctx_.cpu_budget->Check("compound target"));
+    }
     if (Peek("(")) {
       ++pos_;
       Nest nest(depth_);

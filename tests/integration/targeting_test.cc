@@ -42,7 +42,8 @@ class TargetingTest : public ::testing::Test {
   // Into the pillar_roots the harness gives every master.
   static void WritePillar(const MasterUnderTest& master) {
     WriteFile(master.dir() / "pillar" / "top.sls", kPillarTop);
-    WriteFile(master.dir() / "pillar" / "web.sls", "role: web\ntier:\n  name: front\n"
+    WriteFile(master.dir() / "pillar" / "web.sls",
+              "role: web\ntier:\n  name: front\n"
               "deep:\n  a:\n    b:\n      c:\n        d: leaf\n");
     WriteFile(master.dir() / "pillar" / "db.sls", "role: db\n");
   }
@@ -70,7 +71,9 @@ TEST_F(TargetingTest, MineGetResolvesPillarIpcidrAndNodegroupTargetsFromTheDataC
     auto auth = raw.minion->Auth(ctx_, MasterPub(master));
     ASSERT_TRUE(auth.ok() && auth->session) << id;
     raw.session = *auth->session;
-    auto grains = wire::Value::MapOf({{"id", id}, {"ipv4", wire::Value(wire::Array{ip})}});
+    auto grains = wire::Value::MapOf({{"id", id},
+                                      {"ipv4", wire::Value(wire::Array{ip})},
+                                      {"blob", "y" + std::string(36, 'a') + "x"}});
     auto pillar = raw.minion->Pillar(ctx_, *raw.session, grains);
     ASSERT_TRUE(pillar.ok()) << pillar.error().ToString();
     auto stored = raw.minion->Request(
@@ -123,7 +126,14 @@ TEST_F(TargetingTest, MineGetResolvesPillarIpcidrAndNodegroupTargetsFromTheDataC
   for (int i = 0; i < 120; ++i) flood += "*:";
   EXPECT_EQ(mine_get(flood + "leaf", "pillar"), Ids{});
   EXPECT_EQ(mine_get("I@" + flood + "leaf or G@id:db1", "compound"), Ids{});
+  // Thousands of terms (under kMaxCompoundTokens), each just under its regex's match limit:
+  // a minute per minion on the old code. The resolution stops at its CPU allowance
+  // (kResolveCpuBase here).
+  std::string costly = "P@blob:.*.*.*.*.*xy";
+  for (int i = 1; i < 4900; ++i) costly += " or P@blob:.*.*.*.*.*xy";
+  EXPECT_EQ(mine_get(costly, "compound"), Ids{});
   EXPECT_EQ(mine_get("role:web", "pillar"), (Ids{"web1", "web2"}));
+  EXPECT_EQ(mine_get("P@blob:y.+x and I@role:db", "compound"), (Ids{"db1"}));
 }
 
 class CliTargetingTest : public TargetingTest {

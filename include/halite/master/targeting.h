@@ -2,6 +2,7 @@
 // whom the master expects to answer. Blocks on disk: worker threads only.
 #pragma once
 
+#include <chrono>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -38,8 +39,17 @@ struct Resolved {
   std::vector<std::string> missing;  // list targets naming ids that are not accepted
 };
 
+// The thread CPU one resolution may use: kResolveCpuBase plus kResolveCpuPerMinion for each
+// accepted minion (a legitimate target costs microseconds per minion, its data loads
+// included). A minion's `_mine_get` or a salt-api user's publish chooses the expression, and
+// a compound of thousands of terms each just under its own limit would otherwise hold a
+// worker for hours (docs/security.md, finding 8).
+inline constexpr std::chrono::milliseconds kResolveCpuBase{1000};
+inline constexpr std::chrono::microseconds kResolveCpuPerMinion{1000};
+
 // `greedy`: a grain expression matches a minion whose grains are unknown (whom to wait for);
-// false for mine_get, which must not hand out data on a guess.
+// false for mine_get, which must not hand out data on a guess. Errors: MatchTarget's, the
+// key store's, and kResourceExhausted past the CPU allowance above.
 Result<Resolved> ResolveTargets(MasterContext& ctx, const wire::Value& tgt,
                                 const std::string& tgt_type, const std::string& delimiter,
                                 bool greedy = true);

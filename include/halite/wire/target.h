@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "halite/common/cpu_budget.h"
 #include "halite/common/result.h"
 #include "halite/wire/glob.h"
 #include "halite/wire/msgpack.h"
@@ -32,6 +33,10 @@ struct TargetContext {
   // For tgt_type "nodegroup" and N@ terms; nullptr: none configured (a minion's view: Salt's
   // client expands nodegroups before publishing, see ExpandCompoundNodegroups).
   const Nodegroups* nodegroups = nullptr;
+  // When set, checked before each term of a compound expression (each term's own work is
+  // bounded: a regex by its match limit, a grain or pillar match by its step budget, but a
+  // 256 KiB expression holds thousands of terms); its error is MatchTarget's.
+  const CpuBudget* cpu_budget = nullptr;
 };
 
 // Limits on a compound expression, checked before it is evaluated.
@@ -41,7 +46,8 @@ inline constexpr std::size_t kMaxCompoundNesting = 100;  // '(' and 'not' that e
 
 // Error::InvalidArgument for an unknown target type, a bad regex or a malformed compound
 // expression; Error::ResourceExhausted for a compound expression over the limits above or a
-// regex that hits its match limit (wire/regex.h); otherwise whether the minion matches.
+// regex that hits its match limit (wire/regex.h) or a compound expression over
+// ctx.cpu_budget; otherwise whether the minion matches.
 // pcre, grain_pcre, E@ and P@ follow Python's re.match (anchored at the start only); each
 // pattern is compiled once per thread (CompileRegexCached), so resolving one target against
 // many minions compiles it once. A grain or id longer than RegexLimits::max_text_bytes
