@@ -3,6 +3,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "halite/common/logging.h"
 #include "halite/jobs/jid.h"
 #include "halite/master/targeting.h"
 
@@ -66,7 +67,7 @@ wire::Value PublishJob(MasterContext& ctx, wire::Value load) {
   }
   auto resolved = ResolveTargets(ctx, *tgt, tgt_type, delimiter);
   if (!resolved.ok()) {
-    spdlog::warn("publish: {}", resolved.error().message);
+    spdlog::warn("publish: {}", Printable(resolved.error().message));
     return wire::Value::MapOf({{"jid", wire::Value()},
                                {"minions", wire::Value::EmptyArray()},
                                {"error", resolved.error().message}});
