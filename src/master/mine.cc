@@ -52,28 +52,50 @@ const wire::Value* MineValueFor(MasterContext& ctx, const wire::Value* entry,
   return entry->Find("__data__");
 }
 
+// What Salt's _mine_get resolves a requested target type as: pillar values compare exactly,
+// so that a requester cannot learn pillar values it may not read by globbing over them and
+// watching whose entries come back. Salt does this for "pillar" and "compound" (I@ and J@);
+// halite also does it for "pillar_pcre", which Salt 3007 still resolves as a regex (the same
+// oracle, a regex at a time). Its publish_validate treats both alike.
+std::string MineTargetType(const std::string& tgt_type) {
+  if (tgt_type == "pillar" || tgt_type == "pillar_pcre") return "pillar_exact";
+  if (tgt_type == "compound") return "compound_pillar_exact";
+  return tgt_type;
+}
+
 }  // namespace
 
 wire::Value MineGet(MasterContext& ctx, const std::string& requester, const wire::Value& tgt,
                     const wire::Value& fun, const std::string& tgt_type) {
   wire::Value out = wire::Value::EmptyMap();
+  // Salt: a string is split at commas into a set (so "a,a" is one function, "a," two); a list
+  // is taken as it is and always answers by function.
   std::vector<std::string> funs;
+  bool by_function = false;
   if (const std::string* f = fun.str()) {
     std::size_t start = 0;
-    while (start <= f->size()) {
-      std::size_t comma = std::min(f->find(',', start), f->size());
-      if (comma > start) funs.push_back(f->substr(start, comma - start));
+    for (;;) {
+      const std::size_t comma = std::min(f->find(',', start), f->size());
+      funs.push_back(f->substr(start, comma - start));
+      if (comma == f->size()) break;
       start = comma + 1;
     }
+    std::sort(funs.begin(), funs.end());
+    funs.erase(std::unique(funs.begin(), funs.end()), funs.end());
+    by_function = funs.size() > 1;
   } else if (const wire::Array* a = fun.array()) {
     for (const auto& v : *a) {
       if (const std::string* s = v.str()) funs.push_back(*s);
     }
+    std::sort(funs.begin(), funs.end());
+    funs.erase(std::unique(funs.begin(), funs.end()), funs.end());
+    by_function = true;
+  } else {
+    return out;
   }
-  const bool by_function = fun.is_array() || funs.size() > 1;
   funs = MineFunctionsAllowed(ctx, requester, std::move(funs));
   if (funs.empty()) return out;
-  auto resolved = ResolveTargets(ctx, tgt, tgt_type, ":", /*greedy=*/false);
+  auto resolved = ResolveTargets(ctx, tgt, MineTargetType(tgt_type), ":", /*greedy=*/false);
   if (!resolved.ok()) {
     // A bad or over-costly target from a minion: an empty answer, as Salt gives for a target
     // it cannot match, and one line per period however often a minion sends it.
@@ -86,13 +108,19 @@ wire::Value MineGet(MasterContext& ctx, const std::string& requester, const wire
     return out;
   }
   for (const auto& id : resolved->minions) {
-    wire::Value mine = ctx.minion_data->Mine(id);
-    for (const auto& f : funs) {
-      const wire::Value* value = MineValueFor(ctx, mine.Find(f), requester);
+    const wire::Value mine = ctx.minion_data->Mine(id);
+    const wire::Map* entries = mine.map();
+    if (entries == nullptr) continue;
+    // The minion's entries against the sorted request, not the request against each minion:
+    // a request may name a million functions, a minion's mine holds a few.
+    for (const auto& [key, entry] : *entries) {
+      const std::string* f = key.str();
+      if (f == nullptr || !std::binary_search(funs.begin(), funs.end(), *f)) continue;
+      const wire::Value* value = MineValueFor(ctx, &entry, requester);
       if (!value) continue;
       if (by_function) {
-        if (!out.Find(f)) out.Set(f, wire::Value::EmptyMap());
-        out.Find(f)->Set(id, *value);
+        if (!out.Find(*f)) out.Set(*f, wire::Value::EmptyMap());
+        out.Find(*f)->Set(id, *value);
       } else {
         out.Set(id, *value);
       }

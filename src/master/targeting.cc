@@ -15,7 +15,9 @@ bool IsDataTarget(const std::string& tgt_type, const std::string* expr, const ch
   for (std::string_view t : types) {
     if (tgt_type == t) return true;
   }
-  if (tgt_type != "compound" || expr == nullptr) return false;
+  if ((tgt_type != "compound" && tgt_type != "compound_pillar_exact") || expr == nullptr) {
+    return false;
+  }
   // A term "X@..." or "X<delim>@..." at the start or after a space or parenthesis.
   for (std::size_t at = expr->find('@'); at != std::string::npos; at = expr->find('@', at + 1)) {
     for (std::size_t back : {1, 2}) {
@@ -43,13 +45,14 @@ Result<Resolved> ResolveTargets(MasterContext& ctx, const wire::Value& tgt,
   std::string type = tgt_type;
   if (const std::string* text = tgt.str();
       text != nullptr && nodegroups != nullptr &&
-      (type == "nodegroup" || (type == "compound" && text->find("N@") != std::string::npos))) {
+      (type == "nodegroup" || ((type == "compound" || type == "compound_pillar_exact") &&
+                               text->find("N@") != std::string::npos))) {
     HALITE_ASSIGN_OR_RETURN(std::string expanded,
                             type == "nodegroup"
                                 ? wire::ExpandNodegroup(*text, *nodegroups)
                                 : wire::ExpandCompoundNodegroups(*text, *nodegroups));
     expr = wire::Value(std::move(expanded));
-    type = "compound";
+    if (type == "nodegroup") type = "compound";
   }
   const std::string* text = expr.str();
   const bool needs_grains = IsDataTarget(type, text, "GPS", {"grain", "grain_pcre", "ipcidr"});

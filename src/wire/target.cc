@@ -59,8 +59,11 @@ Result<bool> IpCidr(const std::string& expr, const TargetContext& ctx) {
 // Compound: tokens separated by spaces; Python precedence not > and > or.
 class CompoundParser {
  public:
-  CompoundParser(const std::vector<std::string>& tokens, const TargetContext& ctx)
-      : tokens_(tokens), ctx_(ctx) {}
+  // `pillar_exact`: Salt's compound_pillar_exact, where I@ and J@ compare pillar values
+  // exactly (what the master uses for a minion's mine_get).
+  CompoundParser(const std::vector<std::string>& tokens, const TargetContext& ctx,
+                 bool pillar_exact)
+      : tokens_(tokens), ctx_(ctx), pillar_exact_(pillar_exact) {}
 
   Result<bool> Parse() {
     if (tokens_.empty()) return Error::InvalidArgument("empty compound target");
@@ -170,9 +173,11 @@ class CompoundParser {
         case 'P':
           return DataMatch(rest, ctx_.grains, ctx_, delimiter, SubdictMode::kRegex, "grain");
         case 'I':
-          return DataMatch(rest, ctx_.pillar, ctx_, delimiter, SubdictMode::kGlob, "pillar");
+          return DataMatch(rest, ctx_.pillar, ctx_, delimiter,
+                           pillar_exact_ ? SubdictMode::kExact : SubdictMode::kGlob, "pillar");
         case 'J':
-          return DataMatch(rest, ctx_.pillar, ctx_, delimiter, SubdictMode::kRegex, "pillar");
+          return DataMatch(rest, ctx_.pillar, ctx_, delimiter,
+                           pillar_exact_ ? SubdictMode::kExact : SubdictMode::kRegex, "pillar");
         case 'S':
           return IpCidr(rest, ctx_);
         case 'E':
@@ -197,6 +202,7 @@ class CompoundParser {
 
   const std::vector<std::string>& tokens_;
   const TargetContext& ctx_;
+  const bool pillar_exact_;
   std::size_t pos_ = 0;
   std::size_t depth_ = 0;
 };
@@ -288,7 +294,7 @@ Result<bool> MatchTarget(const Value& tgt, std::string_view tgt_type, const Targ
     if (!text) return Error::InvalidArgument("ipcidr target must be a string");
     return IpCidr(*text, ctx);
   }
-  if (tgt_type == "nodegroup" || tgt_type == "compound") {
+  if (tgt_type == "nodegroup" || tgt_type == "compound" || tgt_type == "compound_pillar_exact") {
     if (!text) return Error::InvalidArgument(std::string(tgt_type) + " target must be a string");
     if (text->size() > kMaxCompoundBytes) {
       return Error::ResourceExhausted(
@@ -309,7 +315,8 @@ Result<bool> MatchTarget(const Value& tgt, std::string_view tgt_type, const Targ
       }
       expr = &expanded;
     }
-    return CompoundParser(TokenizeCompoundCached(*expr), ctx).Parse();
+    return CompoundParser(TokenizeCompoundCached(*expr), ctx, tgt_type == "compound_pillar_exact")
+        .Parse();
   }
   return Error::InvalidArgument("unsupported target type '" + std::string(tgt_type) + "'");
 }

@@ -12,8 +12,10 @@
 namespace halite::master {
 
 // {minion: value} for one function named in `fun` (a string), {function: {minion: value}} for
-// several (a comma list or an array); only the minions `tgt` matches and the functions and
-// entries `requester` may read.
+// several (a comma list naming two or more, or an array); only the minions `tgt` matches and
+// the functions and entries `requester` may read. Pillar values in `tgt` compare exactly
+// ("pillar", "pillar_pcre" and the I@ and J@ terms of "compound"), as Salt's _mine_get does
+// for all but pillar_pcre: no requester can probe pillar values it may not read.
 wire::Value MineGet(MasterContext& ctx, const std::string& requester, const wire::Value& tgt,
                     const wire::Value& fun, const std::string& tgt_type);
 

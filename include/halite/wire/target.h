@@ -1,8 +1,10 @@
 // Salt's target matchers (salt-wire.md 7.2, 7.3): glob, pcre, list, grain, grain_pcre,
 // pillar, pillar_pcre, pillar_exact, ipcidr, nodegroup and compound (and / or / not /
-// parentheses over G@ P@ I@ J@ S@ E@ L@ N@ and plain globs). Used by the master to resolve
-// whom to wait for (publish, mine_get, pillar top) and by the minion to decide whether a job
-// is its own. Pure functions of their arguments; thread-safe.
+// parentheses over G@ P@ I@ J@ S@ E@ L@ N@ and plain globs), and Salt's
+// compound_pillar_exact (a compound whose I@ and J@ terms compare pillar values exactly, as
+// Salt's master resolves a minion's mine_get). Used by the master to resolve whom to wait for
+// (publish, mine_get, pillar top) and by the minion to decide whether a job is its own. Pure
+// functions of their arguments; thread-safe.
 #pragma once
 
 #include <map>
