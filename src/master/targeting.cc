@@ -30,6 +30,53 @@ bool IsDataTarget(const std::string& tgt_type, const std::string* expr, const ch
   return false;
 }
 
+// A target ready to be matched minion by minion: nodegroups expanded once, and which of a
+// minion's cached data it reads.
+struct PreparedTarget {
+  std::shared_ptr<const config::MasterConfig> config;  // keeps `nodegroups` alive
+  const wire::Nodegroups* nodegroups = nullptr;
+  wire::Value expr;
+  std::string type;
+  bool needs_grains = false;
+  bool needs_pillar = false;
+};
+
+Result<PreparedTarget> Prepare(MasterContext& ctx, const wire::Value& tgt,
+                               const std::string& tgt_type) {
+  PreparedTarget t;
+  t.config = ctx.config.Get();
+  t.nodegroups = t.config != nullptr ? &t.config->nodegroups : nullptr;
+  t.expr = tgt;
+  t.type = tgt_type;
+  if (const std::string* text = tgt.str();
+      text != nullptr && t.nodegroups != nullptr &&
+      (t.type == "nodegroup" || ((t.type == "compound" || t.type == "compound_pillar_exact") &&
+                                 text->find("N@") != std::string::npos))) {
+    HALITE_ASSIGN_OR_RETURN(std::string expanded,
+                            t.type == "nodegroup"
+                                ? wire::ExpandNodegroup(*text, *t.nodegroups)
+                                : wire::ExpandCompoundNodegroups(*text, *t.nodegroups));
+    t.expr = wire::Value(std::move(expanded));
+    if (t.type == "nodegroup") t.type = "compound";
+  }
+  const std::string* text = t.expr.str();
+  t.needs_grains = IsDataTarget(t.type, text, "GPS", {"grain", "grain_pcre", "ipcidr"});
+  t.needs_pillar = IsDataTarget(t.type, text, "IJ", {"pillar", "pillar_pcre", "pillar_exact"});
+  return t;
+}
+
+Result<bool> MatchOne(MasterContext& ctx, const PreparedTarget& t, const std::string& id,
+                      const std::string& delimiter, bool greedy, const CpuBudget& budget) {
+  std::optional<wire::Value> grains;
+  std::optional<wire::Value> pillar;
+  if (t.needs_grains) grains = ctx.minion_data->Grains(id);
+  if (t.needs_pillar) pillar = ctx.minion_data->Pillar(id);
+  wire::TargetContext tc{id,        grains ? &*grains : nullptr, greedy,
+                         delimiter, pillar ? &*pillar : nullptr, t.nodegroups,
+                         &budget};
+  return wire::MatchTarget(t.expr, t.type, tc);
+}
+
 }  // namespace
 
 Result<Resolved> ResolveTargets(MasterContext& ctx, const wire::Value& tgt,
@@ -37,40 +84,14 @@ Result<Resolved> ResolveTargets(MasterContext& ctx, const wire::Value& tgt,
                                 bool greedy) {
   HALITE_ASSIGN_OR_RETURN(std::vector<std::string> accepted,
                           ctx.key_store->List(keys::KeyState::kAccepted));
+  HALITE_ASSIGN_OR_RETURN(PreparedTarget prepared, Prepare(ctx, tgt, tgt_type));
   Resolved out;
-  const auto config = ctx.config.Get();
-  const wire::Nodegroups* nodegroups = config != nullptr ? &config->nodegroups : nullptr;
-  // Expand nodegroups once, not once per minion.
-  wire::Value expr = tgt;
-  std::string type = tgt_type;
-  if (const std::string* text = tgt.str();
-      text != nullptr && nodegroups != nullptr &&
-      (type == "nodegroup" || ((type == "compound" || type == "compound_pillar_exact") &&
-                               text->find("N@") != std::string::npos))) {
-    HALITE_ASSIGN_OR_RETURN(std::string expanded,
-                            type == "nodegroup"
-                                ? wire::ExpandNodegroup(*text, *nodegroups)
-                                : wire::ExpandCompoundNodegroups(*text, *nodegroups));
-    expr = wire::Value(std::move(expanded));
-    if (type == "nodegroup") type = "compound";
-  }
-  const std::string* text = expr.str();
-  const bool needs_grains = IsDataTarget(type, text, "GPS", {"grain", "grain_pcre", "ipcidr"});
-  const bool needs_pillar =
-      IsDataTarget(type, text, "IJ", {"pillar", "pillar_pcre", "pillar_exact"});
   const CpuBudget budget(kResolveCpuBase + kResolveCpuPerMinion * accepted.size());
-  const std::string what =
-      "resolving a " + type + " target against " + std::to_string(accepted.size()) + " minions";
+  const std::string what = "resolving a " + prepared.type + " target against " +
+                           std::to_string(accepted.size()) + " minions";
   for (const auto& id : accepted) {
     HALITE_RETURN_IF_ERROR(budget.Check(what));
-    std::optional<wire::Value> grains;
-    std::optional<wire::Value> pillar;
-    if (needs_grains) grains = ctx.minion_data->Grains(id);
-    if (needs_pillar) pillar = ctx.minion_data->Pillar(id);
-    wire::TargetContext tc{id,        grains ? &*grains : nullptr, greedy,
-                           delimiter, pillar ? &*pillar : nullptr, nodegroups,
-                           &budget};
-    HALITE_ASSIGN_OR_RETURN(bool matched, wire::MatchTarget(expr, type, tc));
+    HALITE_ASSIGN_OR_RETURN(bool matched, MatchOne(ctx, prepared, id, delimiter, greedy, budget));
     if (matched) out.minions.push_back(id);
   }
   if (tgt_type == "list") {
@@ -80,6 +101,18 @@ Result<Resolved> ResolveTargets(MasterContext& ctx, const wire::Value& tgt,
     }
   }
   return out;
+}
+
+Result<bool> TargetIncludes(MasterContext& ctx, const wire::Value& tgt, const std::string& tgt_type,
+                            const std::string& id, const std::string& delimiter, bool greedy) {
+  auto stamp = ctx.key_store->Stamp(keys::KeyState::kAccepted, id);
+  if (!stamp.ok()) {
+    if (stamp.error().code == ErrorCode::kNotFound) return false;
+    return std::move(stamp).error();
+  }
+  HALITE_ASSIGN_OR_RETURN(PreparedTarget prepared, Prepare(ctx, tgt, tgt_type));
+  const CpuBudget budget(kResolveCpuBase);
+  return MatchOne(ctx, prepared, id, delimiter, greedy, budget);
 }
 
 Result<std::shared_ptr<const jobs::Job>> RecentJobs::Load(jobs::JobCache& cache,

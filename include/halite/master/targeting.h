@@ -54,6 +54,14 @@ Result<Resolved> ResolveTargets(MasterContext& ctx, const wire::Value& tgt,
                                 const std::string& tgt_type, const std::string& delimiter,
                                 bool greedy = true);
 
+// Whether ResolveTargets(tgt, tgt_type, delimiter, greedy) would list `id`, by matching that
+// one minion: false when `id` is not accepted. One match instead of one per accepted minion,
+// for questions about a single minion (a mine entry's allow_tgt against its requester).
+// Allowed kResolveCpuBase of CPU.
+Result<bool> TargetIncludes(MasterContext& ctx, const wire::Value& tgt, const std::string& tgt_type,
+                            const std::string& id, const std::string& delimiter = ":",
+                            bool greedy = true);
+
 // Whether a return from `id` belongs to `job` (docs/security.md, "Returns"): it was expected,
 // or the job's target still matches it. Only a target decided by the id alone (glob, pcre,
 // list) can refuse: a grain or compound target may match on grains the master has not seen.
