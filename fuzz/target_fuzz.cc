@@ -2,7 +2,8 @@
 // as the pillar) and a few nodegroups.
 // Input: byte 0 picks the type, byte 1 the options (bit 0 greedy, bit 1 grains unknown, bit 2
 // a list target as an array, bit 3 delimiter ",", bit 4 pillar unknown,
-// bit 5 no nodegroups), then "<minion id>\n<expression>".
+// bit 5 no nodegroups, bit 6 a compound as compound_pillar_exact), then
+// "<minion id>\n<expression>".
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -51,8 +52,9 @@ const wire::Value& Grains() {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size < 2) return 0;
-  const std::string_view type = kTypes[data[0] % std::size(kTypes)];
   const std::uint8_t options = data[1];
+  std::string_view type = kTypes[data[0] % std::size(kTypes)];
+  if (type == "compound" && (options & 64)) type = "compound_pillar_exact";
   std::string_view rest(reinterpret_cast<const char*>(data) + 2, size - 2);
   std::string_view id = "web1.example.com";
   if (std::size_t nl = rest.find('\n'); nl != std::string_view::npos) {
