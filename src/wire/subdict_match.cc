@@ -21,12 +21,13 @@ std::string Lower(std::string text) {
 
 // The work one SubdictMatch may do. Each "*:" level of an expression retries every split point
 // and walks every value below it again, so the work grows as a high power of the wildcard
-// count (stock Salt takes 8 s over a small pillar for 48 wildcards; target_fuzz found a 281-byte
-// expression that took seconds here). A unit is one split point tried, one key walked, one map
-// entered or one value compared, plus one per 256 bytes of pattern copied and per 64 compared. Real
-// targets use tens of units; the budget leaves room for wildcards over large pillars and still
-// bounds one match to milliseconds.
-constexpr std::size_t kSubdictWorkBudget = 50'000;
+// count (stock Salt takes 8.5 s over a small dict for 48 wildcards; target_fuzz found a 281-byte
+// expression that took 86 ms here). A unit is one split point tried, one key walked, one map
+// entered or one value compared, plus one per 256 bytes of pattern copied and per 64 compared.
+// Real targets use tens of units, a "*:" over a map of 10,000 entries about five per entry;
+// the budget bounds one match to ~10 ms (the master's ResolveTargets also bounds a whole
+// resolution's CPU).
+constexpr std::size_t kSubdictWorkBudget = 200'000;
 
 class Work {
  public:

@@ -261,6 +261,20 @@ TEST(TargetTest, SubdictWildcardFloodIsALimitErrorNotMinutesOfWork) {
   auto miss = SubdictMatch(data, "*:*:*:*:*:*:nomatch", ":", SubdictMode::kGlob);
   ASSERT_TRUE(miss.ok()) << miss.error().ToString();
   EXPECT_FALSE(*miss);
+  // So is a wildcard over a large pillar map, entry by entry, to the last one and past it.
+  Map users;
+  for (int i = 0; i < 10'000; ++i) {
+    users.emplace_back(Value("u" + std::to_string(i)),
+                       Value::MapOf({{"uid", 1000 + i}, {"shell", "/bin/bash"}}));
+  }
+  const Value pillar = Value::MapOf({{"users", Value(std::move(users))}});
+  for (auto [expr, want] : {std::pair{"users:*:uid:10999", true},
+                            {"users:*:uid:99999", false},
+                            {"*:*:uid:10999", true}}) {
+    auto r = SubdictMatch(pillar, expr, ":", SubdictMode::kGlob);
+    ASSERT_TRUE(r.ok()) << expr << ": " << r.error().ToString();
+    EXPECT_EQ(*r, want) << expr;
+  }
 }
 
 // Each compound term is bounded on its own (a regex by its match limit, a subdict match by
