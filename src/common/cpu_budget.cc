@@ -13,11 +13,14 @@ std::chrono::nanoseconds ThreadCpuTime() {
 }
 
 CpuBudget::CpuBudget(std::chrono::nanoseconds allowance)
-    : start_(ThreadCpuTime()), allowance_(allowance) {}
+    : wall_start_(std::chrono::steady_clock::now()),
+      start_(ThreadCpuTime()),
+      allowance_(allowance) {}
 
 std::chrono::nanoseconds CpuBudget::used() const { return ThreadCpuTime() - start_; }
 
 Status CpuBudget::Check(std::string_view what) const {
+  if (std::chrono::steady_clock::now() - wall_start_ <= allowance_) return OkStatus();
   if (used() <= allowance_) return OkStatus();
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(allowance_).count();
   return Error::ResourceExhausted(std::string(what) + " needs more than " + std::to_string(ms) +
