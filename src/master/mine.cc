@@ -71,7 +71,6 @@ wire::Value MineGet(MasterContext& ctx, const std::string& requester, const wire
   // Salt: a string is split at commas into a set (so "a,a" is one function, "a," two); a list
   // is taken as it is and always answers by function.
   std::vector<std::string> funs;
-  bool by_function = false;
   if (const std::string* f = fun.str()) {
     std::size_t start = 0;
     for (;;) {
@@ -80,19 +79,16 @@ wire::Value MineGet(MasterContext& ctx, const std::string& requester, const wire
       if (comma == f->size()) break;
       start = comma + 1;
     }
-    std::sort(funs.begin(), funs.end());
-    funs.erase(std::unique(funs.begin(), funs.end()), funs.end());
-    by_function = funs.size() > 1;
   } else if (const wire::Array* a = fun.array()) {
     for (const auto& v : *a) {
       if (const std::string* s = v.str()) funs.push_back(*s);
     }
-    std::sort(funs.begin(), funs.end());
-    funs.erase(std::unique(funs.begin(), funs.end()), funs.end());
-    by_function = true;
   } else {
     return out;
   }
+  std::sort(funs.begin(), funs.end());
+  funs.erase(std::unique(funs.begin(), funs.end()), funs.end());
+  const bool by_function = fun.is_array() || funs.size() > 1;
   funs = MineFunctionsAllowed(ctx, requester, std::move(funs));
   if (funs.empty()) return out;
   auto resolved = ResolveTargets(ctx, tgt, MineTargetType(tgt_type), ":", /*greedy=*/false);
