@@ -132,6 +132,23 @@ HTTP = [
     "OPTIONS * HTTP/1.1\r\nHost: x\r\nX-A: b\r\n X-folded: c\r\n\r\n",
 ]
 
+# api_body_fuzz: byte 0 picks the content type (0 JSON, 1 YAML, 2 text/yaml, 3 text/plain,
+# 4 form), as salt-api clients (pepper, SaltGUI, curl) send them.
+API_BODIES = [
+    (0, '{"username": "saltdev", "password": "saltdev", "eauth": "pam"}'),
+    (0, '[{"client": "local", "tgt": "*", "fun": "test.arg", "arg": [1, "a", {"k": [true, null]}],'
+        ' "kwarg": {"x": 1.5}, "tgt_type": "glob"}]'),
+    (0, '{"client": "runner", "fun": "jobs.lookup_jid", "jid": "20250101120000123456"}'),
+    (1, "- client: local\n  tgt: '*'\n  fun: test.ping\n  arg: [1, {a: b}]\n"),
+    (2, "username: u\npassword: p\neauth: auto\n"),
+    (3, '{"client": "wheel", "fun": "key.list_all"}'),
+    (3, "plain text body"),
+    (4, "username=saltdev&password=saltdev&eauth=pam"),
+    (4, "client=local&tgt=%2A&fun=test.kwarg&arg=one%3D1&arg=2&arg=%5B1%2C+2%5D&kwarg=%7Ba%3A+b%7D"
+        "&username=a+b"),
+    (4, "a=1&a=2&b=&=c&d&%zz=%41"),
+]
+
 CONFIGS = [
     "", "interface: 127.0.0.1\nret_port: 4506\n", "file_roots:\n  base:\n    - /srv/salt\n",
     "cluster_id: c\ncluster_peers: [10.0.0.2, 10.0.0.3]\ncluster_pki_dir: /p\n",
@@ -226,6 +243,8 @@ def main():
         seeds.add("health_http_fuzz", h)
     for c in CONFIGS:
         seeds.add("config_fuzz", c)
+    for t, body in API_BODIES:
+        seeds.add("api_body_fuzz", bytes([t]) + body.encode())
     for path in sorted(glob.glob(os.path.join(conf, "*"))):
         with open(path, "rb") as f:
             seeds.add("config_fuzz", f.read())

@@ -306,7 +306,15 @@ Response Router::Lowstate(const Request& request, const std::string& token, bool
     }
     const bool each = YieldsEach(chunk.FindStr("client") ? *chunk.FindStr("client") : "");
     auto result = netapi_.Run(std::move(chunk));
-    if (!result.ok()) return Fail(request, result.error());
+    if (!result.ok()) {
+      Response r = Fail(request, result.error());
+      // /run logs in with the chunk's credentials: a wrong password there is a failed login,
+      // counted and slowed as on /login, or /run would be the way around that throttle.
+      if (!session && result.error().code == ErrorCode::kUnauthenticated) {
+        r.delay = LoginFailed(request.remote_ip);
+      }
+      return r;
+    }
     if (each && result->array()) {
       for (auto& item : *result->array()) out.push_back(std::move(item));
     } else {

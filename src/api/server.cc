@@ -341,7 +341,9 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
       return Close();
     }
     writing_ = true;
-    auto [rec, counted] = pending_.front();
+    // Named copies, not a structured binding: clang before 16 cannot capture a binding.
+    auto rec = pending_.front().first;
+    const bool counted = pending_.front().second;
     pending_.pop_front();
     asio::async_write(
         stream_, asio::buffer(*rec),
