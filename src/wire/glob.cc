@@ -2,6 +2,8 @@
 // and without backtracking beyond the last '*': O(len(pattern) * len(text)) in the worst case.
 #include "halite/wire/glob.h"
 
+#include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -71,9 +73,9 @@ struct CharClass {
 };
 
 struct Token {
-  enum Kind { kLiteral, kAnyChar, kStar, kClass } kind = kLiteral;
+  enum Kind : std::uint8_t { kLiteral, kAnyChar, kStar, kClass } kind = kLiteral;
   char32_t literal = 0;
-  std::size_t class_index = 0;
+  std::uint32_t class_index = 0;  // a pattern has fewer classes than bytes
 };
 
 // The set inside '[' ... ']' (`stuff` in translate(): the text between the brackets), split
@@ -150,7 +152,7 @@ void Compile(const std::u32string& p, std::vector<Token>& tokens, std::vector<Ch
         tokens.push_back({Token::kLiteral, U'['});
       } else {
         classes.push_back(ParseClass(std::u32string_view(p).substr(i, j - i)));
-        tokens.push_back({Token::kClass, 0, classes.size() - 1});
+        tokens.push_back({Token::kClass, 0, static_cast<std::uint32_t>(classes.size() - 1)});
         i = j + 1;
       }
     } else {
@@ -161,10 +163,24 @@ void Compile(const std::u32string& p, std::vector<Token>& tokens, std::vector<Ch
 
 }  // namespace
 
-bool GlobMatch(std::string_view pattern, std::string_view text) {
+struct Glob::Compiled {
   std::vector<Token> tokens;
   std::vector<CharClass> classes;
-  Compile(DecodeUtf8(pattern), tokens, classes);
+};
+
+Glob::Glob(std::string_view pattern) : compiled_(std::make_unique<Compiled>()) {
+  const std::u32string p = DecodeUtf8(pattern);
+  compiled_->tokens.reserve(p.size());  // at most one token per character: one allocation
+  Compile(p, compiled_->tokens, compiled_->classes);
+}
+
+Glob::~Glob() = default;
+Glob::Glob(Glob&&) noexcept = default;
+Glob& Glob::operator=(Glob&&) noexcept = default;
+
+bool Glob::Match(std::string_view text) const {
+  const std::vector<Token>& tokens = compiled_->tokens;
+  const std::vector<CharClass>& classes = compiled_->classes;
   const std::u32string t = DecodeUtf8(text);
   auto matches_one = [&](const Token& token, char32_t c) {
     switch (token.kind) {
@@ -201,6 +217,10 @@ bool GlobMatch(std::string_view pattern, std::string_view text) {
   }
   while (p < tokens.size() && tokens[p].kind == Token::kStar) ++p;
   return p == tokens.size();
+}
+
+bool GlobMatch(std::string_view pattern, std::string_view text) {
+  return Glob(pattern).Match(text);
 }
 
 }  // namespace halite::wire

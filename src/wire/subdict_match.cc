@@ -7,6 +7,7 @@
 #include <cstring>
 #include <optional>
 
+#include "halite/wire/glob.h"
 #include "halite/wire/regex.h"
 #include "halite/wire/target.h"
 
@@ -42,8 +43,27 @@ class Work {
     return OkStatus();
   }
 
+  // The pattern of the last scalar comparison, lowered (and compiled, for a glob): a "*:"
+  // level compares one pattern with every value below it, so it is prepared once, not once per
+  // value. The work units charged are the same either way.
+  struct Prepared {
+    std::string pattern;
+    std::string lowered;
+    std::optional<Glob> glob;
+  };
+  const Prepared& Prepare(const std::string& pattern, SubdictMode mode) {
+    if (!last_ || last_->pattern != pattern) {
+      last_.emplace();
+      last_->pattern = pattern;
+      last_->lowered = Lower(pattern);
+    }
+    if (mode == SubdictMode::kGlob && !last_->glob) last_->glob.emplace(last_->lowered);
+    return *last_;
+  }
+
  private:
   std::size_t left_ = kSubdictWorkBudget;
+  std::optional<Prepared> last_;
 };
 
 // Salt's _match: str() of the value and the pattern, both lowercased.
@@ -51,16 +71,16 @@ Result<bool> MatchScalar(const Value& value, const std::string& pattern, Subdict
                          Work& work) {
   const std::string text = Lower(ScalarToString(value));
   HALITE_RETURN_IF_ERROR(work.Spend(1 + (text.size() + pattern.size()) / 64));
-  const std::string lowered = Lower(pattern);
+  const Work::Prepared& prepared = work.Prepare(pattern, mode);
   switch (mode) {
     case SubdictMode::kRegex: {
-      HALITE_ASSIGN_OR_RETURN(Regex re, CompileRegexCached(lowered));
+      HALITE_ASSIGN_OR_RETURN(Regex re, CompileRegexCached(prepared.lowered));
       return re.Match(text, RegexAnchor::kStart);
     }
     case SubdictMode::kExact:
-      return text == lowered;
+      return text == prepared.lowered;
     case SubdictMode::kGlob:
-      return GlobMatch(lowered, text);
+      return prepared.glob->Match(text);
   }
   return false;
 }

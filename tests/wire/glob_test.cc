@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 
 namespace halite::wire {
 namespace {
@@ -66,6 +67,18 @@ TEST(GlobTest, FollowsPythonFnmatchcase) {
   for (const GlobCase& c : kPythonCases) {
     EXPECT_EQ(GlobMatch(c.pattern, c.text), c.matches)
         << "fnmatchcase(" << c.text << ", " << c.pattern << ")";
+  }
+}
+
+TEST(GlobTest, ACompiledGlobAnswersAsGlobMatchForEveryText) {
+  // Each pattern compiled once and matched against every text of the table, moved in between.
+  for (const GlobCase& p : kPythonCases) {
+    Glob compiled(p.pattern);
+    Glob moved = std::move(compiled);
+    for (const GlobCase& t : kPythonCases) {
+      EXPECT_EQ(moved.Match(t.text), GlobMatch(p.pattern, t.text))
+          << "fnmatchcase(" << t.text << ", " << p.pattern << ")";
+    }
   }
 }
 

@@ -7,10 +7,27 @@
 // no recursion. Thread-safe.
 #pragma once
 
+#include <memory>
 #include <string_view>
 
 namespace halite::wire {
 
 bool GlobMatch(std::string_view pattern, std::string_view text);
+
+// A pattern compiled once, for matching it against many texts (GlobMatch compiles it on
+// every call). Same answers as GlobMatch.
+class Glob {
+ public:
+  explicit Glob(std::string_view pattern);
+  ~Glob();
+  Glob(Glob&&) noexcept;
+  Glob& operator=(Glob&&) noexcept;
+
+  bool Match(std::string_view text) const;
+
+ private:
+  struct Compiled;
+  std::unique_ptr<Compiled> compiled_;
+};
 
 }  // namespace halite::wire
