@@ -93,7 +93,12 @@ class EtcdMembership final : public Membership {
   std::vector<MemberRecord> Members() const override {
     std::lock_guard lock(mu_);
     std::vector<MemberRecord> out;
-    for (const auto& [name, record] : members_) out.push_back(record);
+    for (const auto& [name, record] : members_) {
+      out.push_back(record);
+      // This master's own trees are what it last set, as in the file backend, not what etcd
+      // echoed back at the last read (which lags a SetTrees by up to one tick).
+      if (name == options_.self.name) out.back().trees = self_trees_;
+    }
     return out;
   }
 
