@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <string_view>
 #include <thread>
 
 #include "halite/api/wheel.h"
@@ -27,6 +28,7 @@ constexpr std::string_view kReserved[] = {
     "token",  "user", "key", "timeout", "full_return", "print_event"};
 
 const Error kAuthzError = Error::Unauthenticated("Authorization error occurred.");
+constexpr std::string_view kFailedLogin = "Authentication failure of type \"eauth\" occurred.";
 
 thread_local std::unique_ptr<client::LocalClient> tls_master;
 
@@ -179,10 +181,14 @@ Result<auth::Token> Netapi::Authenticate(wire::Value& chunk, bool* minted) {
   }
   auto token = auth_.Login(Str(chunk, "username"), Str(chunk, "password"), Str(chunk, "eauth"));
   if (!token.ok()) {
-    return Error::Unauthenticated("Authentication failure of type \"eauth\" occurred.");
+    return Error::Unauthenticated(std::string(kFailedLogin));
   }
   *minted = true;
   return token;
+}
+
+bool Netapi::IsFailedLogin(const Error& error) {
+  return error.code == ErrorCode::kUnauthenticated && error.message == kFailedLogin;
 }
 
 Result<wire::Value> Netapi::Run(wire::Value chunk) {

@@ -308,11 +308,10 @@ Response Router::Lowstate(const Request& request, const std::string& token, bool
     auto result = netapi_.Run(std::move(chunk));
     if (!result.ok()) {
       Response r = Fail(request, result.error());
-      // /run logs in with the chunk's credentials: a wrong password there is a failed login,
-      // counted and slowed as on /login, or /run would be the way around that throttle.
-      if (!session && result.error().code == ErrorCode::kUnauthenticated) {
-        r.delay = LoginFailed(request.remote_ip);
-      }
+      // A chunk may log in with its own credentials (/run, or / without a session): a wrong
+      // password there is a failed login, counted and slowed as on /login, or these would be
+      // the way around that throttle. A bad token or an ACL refusal is not.
+      if (Netapi::IsFailedLogin(result.error())) r.delay = LoginFailed(request.remote_ip);
       return r;
     }
     if (each && result->array()) {

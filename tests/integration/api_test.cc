@@ -474,6 +474,20 @@ TEST_F(ApiTest, FileEauthLogsInAndFailedLoginsAreSlowed) {
                 .status,
             401);
   EXPECT_EQ(FailedLogins(), before + 1);
+  // The right password for a function outside carol's ACL is refused, but it is no failed
+  // login.
+  EXPECT_EQ(Lowstate("",
+                     {{"client", "local"},
+                      {"tgt", "*"},
+                      {"fun", "cmd.run"},
+                      {"arg", {"id"}},
+                      {"username", "carol"},
+                      {"password", "c-pass"},
+                      {"eauth", "file"}},
+                     "/run")
+                .status,
+            401);
+  EXPECT_EQ(FailedLogins(), before + 1);
 }
 
 TEST_F(ApiTest, ServesTheAppAndStaticFilesAsRestCherrypy) {

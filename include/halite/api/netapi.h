@@ -45,6 +45,9 @@ class Netapi {
   // One chunk ({"client", "fun", "tgt", "arg", "kwarg", "token" | "username"+"password"+
   // "eauth", ...}); the value salt-api puts in "return".
   Result<wire::Value> Run(wire::Value chunk);
+  // Whether Run's error is a chunk's eauth credentials refused (a failed login), not a bad
+  // token or an ACL refusal (both also 401).
+  static bool IsFailedLogin(const Error& error);
   // Fires an event on the master's bus (webhooks).
   Status FireEvent(const std::string& tag, const wire::Value& data);
   // This thread's connection to the master (made on first use, remade after a failure).
