@@ -9,6 +9,8 @@
 #include <limits>
 #include <optional>
 #include <regex>
+#include <string_view>
+#include <unordered_set>
 
 #include "halite/config/yaml.h"
 
@@ -142,6 +144,28 @@ std::optional<wire::Value> PlainScalar(const std::string& text) {
   return wire::Value(text);  // timestamps included: Salt's loader keeps them as strings
 }
 
+// The keys of a map being built, by their index in it, for a hash set: the hash agrees with
+// wire::Value's == on the scalar keys Convert admits (equal values hold the same alternative;
+// 0.0 and -0.0 hash alike).
+struct KeyHash {
+  const wire::Map* map;
+  std::size_t operator()(std::size_t i) const {
+    const wire::Value& v = (*map)[i].first;
+    if (const std::string* s = v.str()) return std::hash<std::string_view>{}(*s);
+    if (v.is_float()) return std::hash<double>{}(*v.float64());
+    if (v.is_int()) {
+      const auto n = v.int64();
+      return std::hash<std::uint64_t>{}(n ? static_cast<std::uint64_t>(*n) : *v.uint64());
+    }
+    if (v.is_bool()) return *v.boolean() ? 1 : 2;
+    return 0;
+  }
+};
+struct KeyEqual {
+  const wire::Map* map;
+  bool operator()(std::size_t a, std::size_t b) const { return (*map)[a].first == (*map)[b].first; }
+};
+
 std::optional<wire::Value> Convert(const YAML::Node& node, int depth) {
   if (depth > kMaxDepth) return std::nullopt;
   const std::string& tag = node.Tag();
@@ -181,14 +205,16 @@ std::optional<wire::Value> Convert(const YAML::Node& node, int depth) {
   }
   if (node.IsMap()) {
     wire::Map out;
+    std::unordered_set<std::size_t, KeyHash, KeyEqual> seen(node.size(), KeyHash{&out},
+                                                            KeyEqual{&out});
     for (const auto& item : node) {
       auto k = Convert(item.first, depth + 1);
       auto v = Convert(item.second, depth + 1);
       if (!k || !v || k->is_map() || k->is_array()) return std::nullopt;
-      for (const auto& [existing, unused] : out) {
-        if (existing == *k) return std::nullopt;  // Salt's loader refuses duplicate keys
-      }
       out.emplace_back(std::move(*k), std::move(*v));
+      // Salt's loader refuses duplicate keys. A hash set, not a search of the keys before:
+      // a form's arg of 10,000 keys took minutes, before any login (docs/security.md, 10).
+      if (!seen.insert(out.size() - 1).second) return std::nullopt;
     }
     return wire::Value(std::move(out));
   }

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
@@ -16,6 +17,7 @@
 #include <string>
 #include <system_error>
 #include <utility>
+#include <vector>
 
 namespace halite::config {
 namespace {
@@ -46,9 +48,17 @@ std::string TabHint(std::string_view text, const YAML::Mark& mark) {
 
 constexpr int kMaxDocumentsCounted = 64;
 
-// Counts documents and remembers where the second one's root node is, building nothing.
-class DocumentCounter final : public YAML::EventHandler {
+// Counts documents, remembers where the second one's root node is, and sizes the first as a
+// walk of the loaded node sees it, building nothing. yaml-cpp loads an alias as the anchored
+// node itself, shared: "&a [*a, *a]" (11 bytes) is a list that holds itself twice, and nine
+// levels of ten aliases each (500 bytes) are 10^9 nodes to whoever walks them. So each alias
+// counts its anchor's nodes again, and the scan throws (a YAML::ParserException, reported
+// like a syntax error) at an alias inside the node its anchor names, or once the first
+// document passes max_nodes.
+class DocumentScan final : public YAML::EventHandler {
  public:
+  explicit DocumentScan(std::uint64_t max_nodes) : max_nodes_(max_nodes) {}
+
   int documents() const { return documents_; }
   const YAML::Mark& second_root() const { return second_root_; }
 
@@ -56,37 +66,90 @@ class DocumentCounter final : public YAML::EventHandler {
   void OnDocumentStart(const YAML::Mark&) override {
     ++documents_;
     at_root_ = true;
+    anchors_.clear();  // yaml-cpp numbers anchors per document
   }
   void OnDocumentEnd() override {}
-  void OnNull(const YAML::Mark& mark, YAML::anchor_t) override { Node(mark); }
-  void OnAlias(const YAML::Mark& mark, YAML::anchor_t) override { Node(mark); }
-  void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+  void OnNull(const YAML::Mark& mark, YAML::anchor_t anchor) override { Leaf(mark, anchor); }
+  void OnAlias(const YAML::Mark& mark, YAML::anchor_t anchor) override {
+    Node(mark);
+    if (documents_ != 1) return;
+    if (anchor >= anchors_.size() || anchors_[anchor].open) {
+      throw YAML::ParserException(mark,
+                                  "an alias inside the node its anchor names (a structure "
+                                  "that never ends) is not allowed");
+    }
+    Add(mark, anchors_[anchor].nodes);
+  }
+  void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
                 const std::string&) override {
-    Node(mark);
+    Leaf(mark, anchor);
   }
-  void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+  void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
                        YAML::EmitterStyle::value) override {
-    Node(mark);
+    Open(mark, anchor);
   }
-  void OnSequenceEnd() override {}
-  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+  void OnSequenceEnd() override { Close(); }
+  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
                   YAML::EmitterStyle::value) override {
-    Node(mark);
+    Open(mark, anchor);
   }
-  void OnMapEnd() override {}
+  void OnMapEnd() override { Close(); }
 
  private:
+  struct Anchor {
+    bool open = false;
+    std::uint64_t nodes = 0;  // while open: the count when it began
+  };
+
   void Node(const YAML::Mark& mark) {
     if (at_root_ && documents_ == 2) second_root_ = mark;
     at_root_ = false;
   }
+  Anchor* Named(YAML::anchor_t anchor) {
+    if (anchor == YAML::NullAnchor || documents_ != 1) return nullptr;
+    if (anchor >= anchors_.size()) anchors_.resize(anchor + 1);
+    return &anchors_[anchor];
+  }
+  void Leaf(const YAML::Mark& mark, YAML::anchor_t anchor) {
+    Node(mark);
+    if (Anchor* a = Named(anchor)) *a = {false, 1};
+    Add(mark, 1);
+  }
+  void Open(const YAML::Mark& mark, YAML::anchor_t anchor) {
+    Node(mark);
+    Add(mark, 1);
+    if (Anchor* a = Named(anchor)) *a = {true, nodes_ - 1};
+    open_.push_back(anchor);
+  }
+  void Close() {
+    const YAML::anchor_t anchor = open_.empty() ? YAML::NullAnchor : open_.back();
+    if (!open_.empty()) open_.pop_back();
+    // Every node inside has been added to nodes_ once, aliases at their full size.
+    if (Anchor* a = Named(anchor)) *a = {false, nodes_ - a->nodes};
+  }
+  void Add(const YAML::Mark& mark, std::uint64_t n) {
+    if (documents_ != 1) return;
+    nodes_ += n;  // n <= max_nodes_ + 1 and nodes_ <= max_nodes_ before: no overflow
+    if (nodes_ > max_nodes_) {
+      throw YAML::ParserException(
+          mark, "aliases expand this document past " + std::to_string(max_nodes_) + " nodes");
+    }
+  }
 
+  std::uint64_t max_nodes_;
+  std::uint64_t nodes_ = 0;
+  std::vector<Anchor> anchors_;       // by yaml-cpp's anchor number
+  std::vector<YAML::anchor_t> open_;  // the collections begun and not ended
   int documents_ = 0;
   bool at_root_ = false;
   YAML::Mark second_root_ = YAML::Mark::null_mark();
 };
 
 }  // namespace
+
+std::uint64_t MaxYamlNodes(std::size_t text_bytes) {
+  return 100000 + 2 * static_cast<std::uint64_t>(text_bytes);
+}
 
 Result<YAML::Node> ParseYaml(std::string_view text) {
   try {
@@ -96,7 +159,7 @@ Result<YAML::Node> ParseYaml(std::string_view text) {
     // HandleNextDocument keeps reporting an empty document without consuming anything.
     std::istringstream stream(owned);
     YAML::Parser parser(stream);
-    DocumentCounter counter;
+    DocumentScan counter(MaxYamlNodes(text.size()));
     while (counter.documents() < kMaxDocumentsCounted && parser.HandleNextDocument(counter)) {
     }
     if (counter.documents() == 0) return YAML::Node();

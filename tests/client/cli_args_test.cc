@@ -42,5 +42,30 @@ TEST(CliArgsTest, DeepFlowCollectionsStayStrings) {
   EXPECT_EQ(YamlifyArg(deep), wire::Value(deep));
 }
 
+// Duplicate keys are found with a hash set (a search of the keys before each one took minutes
+// for a salt-api form's arg of 10,000 keys, before any login): a map of many keys is read, and
+// a repeat anywhere in it keeps the word a string, as Salt's loader refuses it.
+TEST(CliArgsTest, MapsOfManyKeysAreReadAndARepeatedKeyAnywhereKeepsTheString) {
+  std::string map = "{";
+  for (int i = 0; i < 5000; ++i) {
+    map += (i ? ", k" : "k") + std::to_string(i) + ": " + std::to_string(i);
+  }
+  const wire::Value many = YamlifyArg(map + "}");
+  ASSERT_TRUE(many.is_map()) << many.ToJson().substr(0, 100);
+  ASSERT_EQ(many.map()->size(), 5000u);
+  EXPECT_EQ(many.map()->back().first, wire::Value("k4999"));
+  EXPECT_EQ(many.map()->back().second, wire::Value(4999));
+  for (const std::string& dup : {map + ", k0: again}", "{k2500: x, " + map.substr(1) + "}"}) {
+    EXPECT_EQ(YamlifyArg(dup), wire::Value(dup));
+  }
+  // Keys of one type and value are one key; 0.0 and -0.0 are equal.
+  EXPECT_EQ(YamlifyArg("{1: a, 1: b}"), wire::Value("{1: a, 1: b}"));
+  EXPECT_EQ(YamlifyArg("{0.0: a, -0.0: b}"), wire::Value("{0.0: a, -0.0: b}"));
+  EXPECT_EQ(YamlifyArg("{null: a, ~: b}"), wire::Value("{null: a, ~: b}"));
+  const wire::Value distinct = YamlifyArg("{1: a, '1': b, 1.5: c, null: d, yes: e}");
+  ASSERT_TRUE(distinct.is_map());
+  EXPECT_EQ(distinct.map()->size(), 5u);
+}
+
 }  // namespace
 }  // namespace halite::client

@@ -36,6 +36,74 @@ TEST(YamlTest, InputThatLoopsYamlCppLoadAllIsAnError) {
   EXPECT_EQ(node.error().code, ErrorCode::kInvalidArgument);
 }
 
+// Nodes a walk of the loaded tree visits, aliases at their anchor's size each time.
+std::uint64_t Walked(const YAML::Node& node) {
+  std::uint64_t n = 1;
+  if (node.IsSequence()) {
+    for (const auto& e : node) n += Walked(e);
+  } else if (node.IsMap()) {
+    for (const auto& kv : node) n += Walked(kv.first) + Walked(kv.second);
+  }
+  return n;
+}
+
+// yaml-cpp loads "&a [*a, *a]" as a list that holds itself twice: every converter to a
+// wire::Value walked it until its depth cap, 2^64 nodes, for ever (an 11-byte salt-api body).
+TEST(YamlTest, AnAliasInsideItsOwnAnchorIsAnError) {
+  for (const char* text : {"&a [*a, *a]", "a: &a {b: *a}\n", "- &x\n  - [1, *x]\n"}) {
+    Result<YAML::Node> node = ParseYaml(text);
+    ASSERT_FALSE(node.ok()) << text;
+    EXPECT_EQ(node.error().code, ErrorCode::kInvalidArgument);
+    EXPECT_THAT(node.error().message, ::testing::HasSubstr("an alias inside the node its anchor"))
+        << text;
+  }
+}
+
+// Nine levels of ten aliases (about 500 bytes) are 10^9 nodes to a walk: it took over 2 GB
+// and 45 s in api_body_fuzz before the first byte of a reply.
+TEST(YamlTest, AliasesThatExpandPastTheBudgetAreAnError) {
+  std::string text = "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n";
+  for (int i = 1; i < 9; ++i) {
+    text += "a" + std::to_string(i) + ": &a" + std::to_string(i) + " [";
+    for (int j = 0; j < 10; ++j) text += (j ? ", *a" : "*a") + std::to_string(i - 1);
+    text += "]\n";
+  }
+  ASSERT_LT(text.size(), 600u);
+  const auto start = std::chrono::steady_clock::now();
+  Result<YAML::Node> node = ParseYaml(text);
+  ASSERT_FALSE(node.ok());
+  EXPECT_THAT(node.error().message,
+              ::testing::HasSubstr("aliases expand this document past " +
+                                   std::to_string(MaxYamlNodes(text.size())) + " nodes"));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+}
+
+// Anchors as sites use them are read as before, even reused many times, up to the budget;
+// one node more is refused. The scan counts exactly what a walk of the result visits.
+TEST(YamlTest, AnchorsWithinTheBudgetLoadAndCountAsAWalkSeesThem) {
+  const YAML::Node small = Parse("base: &b {x: 1, y: [2, &s three]}\nprod: *b\nname: *s\n");
+  EXPECT_EQ(small["prod"]["y"][1].as<std::string>(), "three");
+  EXPECT_EQ(small["name"].as<std::string>(), "three");
+  EXPECT_EQ(Walked(small), 19u);  // the map, its 3 keys, base's 7 nodes, prod's 7, name's 1
+
+  // A root list of one anchored list of k scalars, then n aliases of it.
+  auto doc = [](int k, int n) {
+    std::string t = "- &a [";
+    for (int i = 0; i < k; ++i) t += i ? ",x" : "x";
+    t += "]\n";
+    for (int i = 0; i < n; ++i) t += "- *a\n";
+    return t;
+  };
+  const int k = 1000;
+  // Walked nodes: root 1, then (1 + k) for the anchor and for each of n aliases.
+  int n = 0;
+  while (1 + (n + 2) * std::uint64_t{1 + k} <= MaxYamlNodes(doc(k, n + 1).size())) ++n;
+  const YAML::Node full = Parse(doc(k, n));
+  EXPECT_EQ(Walked(full), 1 + (n + 1) * std::uint64_t{1 + k});
+  EXPECT_GT(Walked(full), 100000u);
+  EXPECT_FALSE(ParseYaml(doc(k, n + 1)).ok());
+}
+
 TEST(YamlTest, SyntaxErrorCarriesLineAndColumn) {
   Result<YAML::Node> node = ParseYaml("a: 1\nb: [1, 2\n");
   ASSERT_FALSE(node.ok());

@@ -543,8 +543,44 @@ TEST_F(ApiTest, AFormOfManyKeysBeforeLoginIsAnsweredInTime) {
   const Headers as_form{{"Content-Type", "application/x-www-form-urlencoded"}};
   auto hostile = HttpCall(servers_->ip, kApiPort, "POST", "/login", as_form, form, 20s);
   EXPECT_EQ(hostile.status, 401) << hostile.body.substr(0, 200);
+  // One arg holding a YAML map of 20,000 keys (about 290 KB): each key was compared with
+  // every key before it, for Salt's refusal of repeated keys (10,000 keys took 73 s).
+  std::string map = "arg=%7B";
+  for (int i = 0; i < 20000; ++i) map += (i ? "%2C+k" : "k") + std::to_string(i) + "%3A+0";
+  map += "%7D&username=alice";
+  ASSERT_LT(map.size(), 1048576u);
+  auto keys = HttpCall(servers_->ip, kApiPort, "POST", "/login", as_form, map, 20s);
+  EXPECT_EQ(keys.status, 401) << keys.body.substr(0, 200);
   // The same form shape still logs in (the last of the keys are the credentials).
   auto ok = Call("POST", "/login", as_form, "a=1&a=2&username=alice&password=x&eauth=auto");
+  EXPECT_EQ(ok.status, 200) << ok.body;
+}
+
+TEST_F(ApiTest, YamlAliasesBeforeLoginAreRefusedInTime) {
+  // A stranger's YAML body to /login: "&a [*a, *a]" (a list that holds itself) and nine
+  // levels of ten aliases (10^9 nodes from 511 bytes) each held a worker until it ran out of
+  // memory or time, before any login. Both are now refused as the bad YAML they are.
+  std::string laughs = "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n";
+  for (int i = 1; i < 9; ++i) {
+    laughs += "a" + std::to_string(i) + ": &a" + std::to_string(i) + " [";
+    for (int j = 0; j < 10; ++j) laughs += (j ? ", *a" : "*a") + std::to_string(i - 1);
+    laughs += "]\n";
+  }
+  const Headers as_yaml{{"Content-Type", "application/x-yaml"}};
+  for (const std::string& body : {std::string("&a [*a, *a]"), laughs}) {
+    auto hostile = HttpCall(servers_->ip, kApiPort, "POST", "/login", as_yaml, body, 20s);
+    EXPECT_EQ(hostile.status, 400) << hostile.body.substr(0, 200);
+    EXPECT_NE(hostile.body.find("Invalid YAML document"), std::string::npos) << hostile.body;
+  }
+  // The same through a form's arg, which is read as YAML as the salt CLI reads it: refused as
+  // YAML, the arg stays the text it was (and a login still needs its password).
+  const Headers as_form{{"Content-Type", "application/x-www-form-urlencoded"}};
+  auto form = HttpCall(servers_->ip, kApiPort, "POST", "/login", as_form,
+                       "arg=%26a+%5B*a%2C+*a%5D&username=alice", 20s);
+  EXPECT_EQ(form.status, 401) << form.body.substr(0, 200);
+  // Anchors as people write them still work: a YAML login whose password is an alias.
+  auto ok = Call("POST", "/login", as_yaml,
+                 "username: alice\nsecret: &pw x\npassword: *pw\neauth: auto\n");
   EXPECT_EQ(ok.status, 200) << ok.body;
 }
 

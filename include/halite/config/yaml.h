@@ -32,9 +32,16 @@
 namespace halite::config {
 
 // Parses one YAML document. Empty text (or only comments) gives a null node.
-// Error::InvalidArgument "line L, column C: <what>" when the YAML is malformed or holds more
-// than one document.
+// Error::InvalidArgument "line L, column C: <what>" when the YAML is malformed, holds more
+// than one document, has an alias inside the node its anchor names (a list or map that holds
+// itself, which no walk finishes), or has more than MaxYamlNodes(text.size()) nodes when each
+// alias is counted at its anchor's size (as every walk of the result, and every conversion to
+// a wire::Value, sees it): a few hundred bytes of nested aliases are otherwise 10^9 nodes.
 Result<YAML::Node> ParseYaml(std::string_view text);
+
+// The most nodes ParseYaml lets a document of text_bytes expand to: 100,000 plus two per byte.
+// A document without aliases has fewer nodes than bytes, so only aliases can reach it.
+std::uint64_t MaxYamlNodes(std::size_t text_bytes);
 
 // Reads and parses a file. Error::NotFound when it does not exist, PermissionDenied when it may
 // not be read, InvalidArgument "<path>: line L, column C: <what>" when malformed.
