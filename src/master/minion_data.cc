@@ -167,20 +167,24 @@ wire::Value ScalarToValue(const YAML::Node& node) {
   return wire::Value(s);
 }
 
-wire::Value NodeToValue(const YAML::Node& node, int depth) {
-  if (depth > 64) return wire::Value();
+// `deep` is set where a node past 64 levels was left out (as nil).
+wire::Value NodeToValue(const YAML::Node& node, int depth, bool& deep) {
+  if (depth > 64) {
+    deep = true;
+    return wire::Value();
+  }
   switch (node.Type()) {
     case YAML::NodeType::Scalar:
       return ScalarToValue(node);
     case YAML::NodeType::Sequence: {
       wire::Array a;
-      for (const auto& e : node) a.push_back(NodeToValue(e, depth + 1));
+      for (const auto& e : node) a.push_back(NodeToValue(e, depth + 1, deep));
       return wire::Value(std::move(a));
     }
     case YAML::NodeType::Map: {
       wire::Map m;
       for (const auto& kv : node) {
-        m.emplace_back(wire::Value(kv.first.Scalar()), NodeToValue(kv.second, depth + 1));
+        m.emplace_back(wire::Value(kv.first.Scalar()), NodeToValue(kv.second, depth + 1, deep));
       }
       return wire::Value(std::move(m));
     }
@@ -193,12 +197,16 @@ wire::Value NodeToValue(const YAML::Node& node, int depth) {
 
 Result<wire::Value> YamlToValue(std::string_view text) {
   HALITE_ASSIGN_OR_RETURN(YAML::Node node, config::ParseYaml(text));
-  return NodeToValue(node, 0);
+  bool deep = false;
+  wire::Value value = NodeToValue(node, 0, deep);
+  if (deep) return Error::InvalidArgument("YAML nested deeper than 64 levels");
+  return value;
 }
 
 wire::Value YamlNodeToValue(const YAML::Node& node) {
   if (!node.IsDefined() || node.IsNull()) return wire::Value();
-  return NodeToValue(node, 0);
+  bool deep = false;  // a config's own shape: cut at 64 levels, as before
+  return NodeToValue(node, 0, deep);
 }
 
 }  // namespace halite::master

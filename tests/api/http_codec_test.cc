@@ -18,10 +18,19 @@ TEST(HttpCodecTest, JsonBodiesKeepTheirTypes) {
   EXPECT_EQ(bad.error().message, "Invalid JSON document");
 }
 
-TEST(HttpCodecTest, DeepJsonIsRefused) {
+TEST(HttpCodecTest, DeepJsonAndYamlAreRefused) {
   std::string deep(10000, '[');
   deep += std::string(10000, ']');
   EXPECT_FALSE(ParseBody("application/json", deep).ok());
+  // YAML past 64 levels was read with nil in place of what lay deeper: refused, as JSON is.
+  for (int levels : {64, 100}) {
+    const std::string yaml = std::string(levels, '[') + "x" + std::string(levels, ']');
+    auto parsed = ParseBody("application/x-yaml", yaml);
+    EXPECT_EQ(parsed.ok(), levels == 64) << levels;
+    if (!parsed.ok()) {
+      EXPECT_EQ(parsed.error().message, "Invalid YAML document");
+    }
+  }
 }
 
 TEST(HttpCodecTest, YamlAndTextBodies) {

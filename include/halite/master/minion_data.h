@@ -80,7 +80,8 @@ class FileMinionData final : public MinionData {
 };
 
 // YAML text to a Value with YAML 1.1 scalars as Salt's loader reads them (ints, floats,
-// true/false/yes/no, null/~, quoted strings stay strings).
+// true/false/yes/no, null/~, quoted strings stay strings). InvalidArgument for what ParseYaml
+// refuses and for nesting deeper than 64 levels.
 Result<wire::Value> YamlToValue(std::string_view text);
 // The same for a parsed node (config values such as nodegroups); nil for an undefined node.
 wire::Value YamlNodeToValue(const YAML::Node& node);
