@@ -1,5 +1,7 @@
 #include "halite/api/http_codec.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <cctype>
 #include <nlohmann/json.hpp>
@@ -125,7 +127,10 @@ Result<wire::Value> ParseBody(std::string_view content_type, std::string_view bo
   if (type == "application/json") return ParseJson(body);
   if (type == "application/x-yaml" || type == "text/yaml") {
     auto v = master::YamlToValue(body);
-    if (!v.ok()) return Error::InvalidArgument("Invalid YAML document");
+    if (!v.ok()) {
+      spdlog::debug("YAML body refused: {}", v.error().message);
+      return Error::InvalidArgument("Invalid YAML document");  // rest_cherrypy's words
+    }
     return v;
   }
   if (type == "text/plain") {

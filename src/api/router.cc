@@ -96,8 +96,11 @@ Response Router::Page(int status, std::string_view message) {
   return r;
 }
 
-// ParseBody's errors: 406 for a content type no processor reads, else 400.
-Response Router::BadBody(const Error& error) {
+// ParseBody's errors: 406 for a content type no processor reads, else 400. One log line each,
+// as a refused login has (ParseBody logs the reason a YAML body was refused at debug).
+Response Router::BadBody(const Request& request, const Error& error) {
+  spdlog::info("{} {} from {}: body refused: {}", request.method, request.path, request.remote_ip,
+               error.message);
   return Page(error.code == ErrorCode::kFailedPrecondition ? 406 : 400, error.message);
 }
 
@@ -218,7 +221,7 @@ Response Router::Login(const Request& request) {
     return Page(503, "Salt Master is not available.");
   }
   auto data = ParseBody(request.content_type, request.body);
-  if (!data.ok()) return BadBody(data.error());
+  if (!data.ok()) return BadBody(request, data.error());
   wire::Value creds = ToLowstate(std::move(*data));
   if (creds.array() && !creds.array()->empty()) creds = creds.array()->front();
   auto text = [&](const char* key) {
@@ -262,7 +265,7 @@ Response Router::Logout(const Request& request) {
 
 Response Router::TokenPost(const Request& request) {
   auto data = ParseBody(request.content_type, request.body);
-  if (!data.ok()) return BadBody(data.error());
+  if (!data.ok()) return BadBody(request, data.error());
   wire::Value lowstate = ToLowstate(std::move(*data));
   if (!lowstate.array()) return Page(400, "Lowstates must be a list");
   wire::Array out;
@@ -291,7 +294,7 @@ Response Router::Lowstate(const Request& request, const std::string& token, bool
     return Page(503, "Salt Master is not available.");
   }
   auto data = ParseBody(request.content_type, request.body);
-  if (!data.ok()) return BadBody(data.error());
+  if (!data.ok()) return BadBody(request, data.error());
   wire::Value lowstate = ToLowstate(std::move(*data));
   if (!lowstate.array()) return Page(400, "Lowstates must be a list");
   wire::Array out;
@@ -328,7 +331,7 @@ Response Router::Minions(const Request& request, const std::string& mid) {
   if (!session.ok()) return Page(401, "");
   if (request.method == "POST") {
     auto data = ParseBody(request.content_type, request.body);
-    if (!data.ok()) return BadBody(data.error());
+    if (!data.ok()) return BadBody(request, data.error());
     wire::Value lowstate = ToLowstate(std::move(*data));
     if (!lowstate.array()) return Page(400, "Lowstates must be a list");
     wire::Array ret;
@@ -404,7 +407,7 @@ Response Router::Keys(const Request& request, const std::string& mid) {
 Response Router::Hook(const Request& request, const std::string& rest) {
   if (!options_.webhook_disable_auth && !SessionToken(request).ok()) return Page(401, "");
   auto data = ParseBody(request.content_type, request.body);
-  if (!data.ok()) return BadBody(data.error());
+  if (!data.ok()) return BadBody(request, data.error());
   wire::Value post = data->is_nil() ? wire::Value::EmptyMap() : std::move(*data);
   wire::Value headers = wire::Value::EmptyMap();
   for (const auto& [k, v] : request.headers) headers.Set(k, v);

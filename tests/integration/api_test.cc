@@ -572,6 +572,9 @@ TEST_F(ApiTest, YamlAliasesBeforeLoginAreRefusedInTime) {
     EXPECT_EQ(hostile.status, 400) << hostile.body.substr(0, 200);
     EXPECT_NE(hostile.body.find("Invalid YAML document"), std::string::npos) << hostile.body;
   }
+  // Each refusal has its log line.
+  EXPECT_NE(servers_->api->Log().find("POST /login from 127.0.0.1: body refused: Invalid YAML"),
+            std::string::npos);
   // The same through a form's arg, which is read as YAML as the salt CLI reads it: refused as
   // YAML, the arg stays the text it was (and a login still needs its password).
   const Headers as_form{{"Content-Type", "application/x-www-form-urlencoded"}};

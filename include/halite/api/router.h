@@ -78,7 +78,7 @@ class Router {
   Result<auth::Token> SessionToken(const Request& request);
   Response Data(const Request& request, int status, const wire::Value& value);
   Response Fail(const Request& request, const Error& error);
-  Response BadBody(const Error& error);
+  Response BadBody(const Request& request, const Error& error);
   Response Page(int status, std::string_view message);
   std::chrono::milliseconds LoginFailed(const std::string& key);
   void LoginSucceeded(const std::string& key);
