@@ -37,9 +37,16 @@ TEST(CliArgsTest, KwargsKeepTheirOrderAfterPositionalsAndNoParseKeepsStrings) {
   EXPECT_EQ(kw[3].second, wire::Value("[1]"));
 }
 
-TEST(CliArgsTest, DeepFlowCollectionsStayStrings) {
+TEST(CliArgsTest, DeepOrSelfHoldingCollectionsStayStrings) {
   const std::string deep = std::string(200, '[') + std::string(200, ']');
   EXPECT_EQ(YamlifyArg(deep), wire::Value(deep));
+  // A list that holds itself was walked 2^64 nodes deep before the word was judged (finding
+  // 10); it is refused as YAML and stays the word it was.
+  for (const std::string word : {"&a [*a, *a]", "[&a [*a, *a]]", "{k: &a {x: [*a]}}"}) {
+    EXPECT_EQ(YamlifyArg(word), wire::Value(word));
+  }
+  // Anchors as people write them are read.
+  EXPECT_EQ(YamlifyArg("[&a 1, *a]"), wire::Value(wire::Array{1, 1}));
 }
 
 // Duplicate keys are found with a hash set (a search of the keys before each one took minutes
