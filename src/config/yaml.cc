@@ -159,15 +159,15 @@ Result<YAML::Node> ParseYaml(std::string_view text) {
     // HandleNextDocument keeps reporting an empty document without consuming anything.
     std::istringstream stream(owned);
     YAML::Parser parser(stream);
-    DocumentScan counter(MaxYamlNodes(text.size()));
-    while (counter.documents() < kMaxDocumentsCounted && parser.HandleNextDocument(counter)) {
+    DocumentScan scan(MaxYamlNodes(text.size()));
+    while (scan.documents() < kMaxDocumentsCounted && parser.HandleNextDocument(scan)) {
     }
-    if (counter.documents() == 0) return YAML::Node();
-    if (counter.documents() > 1) {
-      const std::string found = counter.documents() < kMaxDocumentsCounted
-                                    ? std::to_string(counter.documents())
+    if (scan.documents() == 0) return YAML::Node();
+    if (scan.documents() > 1) {
+      const std::string found = scan.documents() < kMaxDocumentsCounted
+                                    ? std::to_string(scan.documents())
                                     : "at least " + std::to_string(kMaxDocumentsCounted);
-      return Error::InvalidArgument(MarkText(counter.second_root()) +
+      return Error::InvalidArgument(MarkText(scan.second_root()) +
                                     ": expected one YAML document, found " + found);
     }
     return YAML::Load(owned);
