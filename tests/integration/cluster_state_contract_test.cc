@@ -148,17 +148,19 @@ TEST_P(SessionKeysContractTest, MastersAskingAtOnceAgreeOnOneKey) {
 // A master that renews a key (expired) is followed by another once that one forgets its
 // copy (a request that did not decrypt): no master keeps handing out a replaced key.
 TEST_P(SessionKeysContractTest, ARenewalOnOneMasterIsReadByAnotherAfterForget) {
-  auto a = Open(1s), b = Open(1s);
+  // 2 s: the etcd backend counts whole seconds, so a 1 s key made at 0.99 had already run out
+  // when b read it at 1.01 (CI saw exactly that); 2 s guarantees b at least a full second.
+  auto a = Open(2s), b = Open(2s);
   const std::string first = a->Get("web1", Stamp(7)).value()->key_string();
   EXPECT_EQ(b->Get("web1", Stamp(7)).value()->key_string(), first);
-  // Past the lifetime (1 s, counted in whole seconds by the etcd backend).
+  // Past the lifetime.
   std::string renewed;
   ASSERT_TRUE(WaitFor(
       [&] {
         renewed = a->Get("web1", Stamp(7)).value()->key_string();
         return renewed != first;
       },
-      5s, 100ms));
+      8s, 100ms));
   b->Forget("web1");
   EXPECT_EQ(b->Get("web1", Stamp(7)).value()->key_string(), renewed);
 }
