@@ -178,8 +178,12 @@ Response Router::Handle(const Request& request) {
                   wire::Value::MapOf({{"return", "Welcome"}, {"clients", ClientList()}}));
     }
     if (post) {
+      // As Salt's salt_auth tool, which runs before its body tool: no session, no body read.
+      // Credentials in the chunks are for /run; here they would let a stranger's body be
+      // parsed (and passwords tried) on a URL that needs a login.
       auto session = SessionToken(request);
-      return Lowstate(request, session.ok() ? session->token : "", true);
+      if (!session.ok()) return Page(401, "");
+      return Lowstate(request, session->token, true);
     }
   } else if (request.path == "/login") {
     if (get) {
@@ -311,9 +315,9 @@ Response Router::Lowstate(const Request& request, const std::string& token, bool
     auto result = netapi_.Run(std::move(chunk));
     if (!result.ok()) {
       Response r = Fail(request, result.error());
-      // A chunk may log in with its own credentials (/run, or / without a session): a wrong
-      // password there is a failed login, counted and slowed as on /login, or these would be
-      // the way around that throttle. A bad token or an ACL refusal is not.
+      // A chunk on /run logs in with its own credentials: a wrong password there is a failed
+      // login, counted and slowed as on /login, or /run would be the way around that throttle.
+      // A bad token or an ACL refusal is not.
       if (Netapi::IsFailedLogin(result.error())) r.delay = LoginFailed(request.remote_ip);
       return r;
     }

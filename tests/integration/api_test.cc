@@ -311,12 +311,17 @@ TEST_F(ApiTest, ForgedAndExpiredTokensAre401) {
     EXPECT_EQ(Lowstate("", {{"client", "local"}, {"tgt", "*"}, {"fun", "test.ping"}, {"token", t}})
                   .status,
               401);
+    EXPECT_EQ(Lowstate("", {{"client", "local"}, {"tgt", "*"}, {"fun", "test.ping"}, {"token", t}},
+                       "/run")
+                  .status,
+              401);
     EXPECT_EQ(Call("GET", "/events?token=" + t).status, 401);
     EXPECT_EQ(Call("GET", "/events?salt_token=" + t).status, 401);
     EXPECT_EQ(Call("GET", "/events", {{"Cookie", "session_id=" + t}}).status, 401);
   }
-  // No credentials at all.
-  auto none = Lowstate("", {{"client", "local"}, {"tgt", "*"}, {"fun", "test.ping"}});
+  // No credentials at all: / refuses before the body (no session), /run says what is missing.
+  EXPECT_EQ(Lowstate("", {{"client", "local"}, {"tgt", "*"}, {"fun", "test.ping"}}).status, 401);
+  auto none = Lowstate("", {{"client", "local"}, {"tgt", "*"}, {"fun", "test.ping"}}, "/run");
   EXPECT_EQ(none.status, 401);
   EXPECT_NE(none.body.find("No authentication credentials given"), std::string::npos);
   // Logout ends the token everywhere.
@@ -585,6 +590,39 @@ TEST_F(ApiTest, YamlAliasesBeforeLoginAreRefusedInTime) {
   auto ok = Call("POST", "/login", as_yaml,
                  "username: alice\nsecret: &pw x\npassword: *pw\neauth: auto\n");
   EXPECT_EQ(ok.status, 200) << ok.body;
+}
+
+// POST / needs a session, as Salt's salt_auth tool does before its body tool runs: without
+// one the answer is 401 and the body is never read. Before, halite ran chunks that carried
+// their own credentials here, and parsed any stranger's body (up to 1 MiB of YAML: 1.8 s of
+// CPU) on a URL that docs/security.md lists as needing a login.
+TEST_F(ApiTest, APostToRootWithoutASessionIsRefusedBeforeItsBodyIsRead) {
+  const Json credentialed = Json::array({{{"client", "local"},
+                                          {"tgt", "*"},
+                                          {"fun", "test.ping"},
+                                          {"username", "bob"},
+                                          {"password", "x"},
+                                          {"eauth", "auto"}}});
+  const std::size_t log_before = servers_->api->Log().size();
+  auto no_session = Call("POST", "/", {{"Accept", "application/json"}}, credentialed.dump());
+  EXPECT_EQ(no_session.status, 401) << no_session.body.substr(0, 200);
+  auto bad_token = Call("POST", "/", {{"Accept", "application/json"}, {"X-Auth-Token", "0123abcd"}},
+                        credentialed.dump());
+  EXPECT_EQ(bad_token.status, 401) << bad_token.body.substr(0, 200);
+  // A body that would be refused as bad YAML (400) or an unread type (406) is not looked at.
+  auto bad_yaml = Call("POST", "/", {{"Content-Type", "application/x-yaml"}}, "{{{ [");
+  EXPECT_EQ(bad_yaml.status, 401) << bad_yaml.body.substr(0, 200);
+  auto xml = Call("POST", "/", {{"Content-Type", "application/xml"}}, "<a/>");
+  EXPECT_EQ(xml.status, 401) << xml.body.substr(0, 200);
+  EXPECT_EQ(servers_->api->Log().find("POST / from", log_before), std::string::npos)
+      << "a body refused, or credentials tried, on / without a session";
+  // The same chunk still runs on /run, and on / with a session.
+  auto run = Call("POST", "/run", {{"Accept", "application/json"}}, credentialed.dump());
+  ASSERT_EQ(run.status, 200) << run.body;
+  EXPECT_EQ(Body(run)["return"][0]["web1"], true);
+  auto with_session = Lowstate(Login("alice"), credentialed);
+  ASSERT_EQ(with_session.status, 200) << with_session.body;
+  EXPECT_EQ(Body(with_session)["return"][0]["web1"], true);
 }
 
 }  // namespace
