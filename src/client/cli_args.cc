@@ -8,11 +8,11 @@
 #include <cmath>
 #include <limits>
 #include <optional>
-#include <regex>
 #include <string_view>
 #include <unordered_set>
 
 #include "halite/config/yaml.h"
+#include "halite/wire/regex.h"
 
 namespace halite::client {
 
@@ -20,27 +20,41 @@ namespace {
 
 constexpr int kMaxDepth = 64;
 
-const std::regex& BoolRe() {
-  static const std::regex re(
+// PyYAML's implicit resolvers, matched with PCRE2 (wire::Regex: backtracking on the heap,
+// bounded), not the standard library's matcher, which recurses once per character: a word of
+// 130,000 digits overflowed the stack, and one such salt-api form field crashed halite-api
+// before any login (docs/security.md, finding 13). Text of any length is looked at, as Python
+// would; a match that hits a PCRE2 limit reads as no match (the word stays a string).
+wire::Regex ScalarRegex(const char* pattern) {
+  wire::RegexLimits limits;
+  limits.max_text_bytes = std::numeric_limits<std::size_t>::max();
+  return wire::Regex::Compile(pattern, limits).value();
+}
+const wire::Regex& BoolRe() {
+  static const wire::Regex re = ScalarRegex(
       "yes|Yes|YES|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|"
       "off|Off|OFF");
   return re;
 }
-const std::regex& IntRe() {
-  static const std::regex re(
+const wire::Regex& IntRe() {
+  static const wire::Regex re = ScalarRegex(
       "[-+]?0b[0-1_]+|[-+]?0[0-7_]+|[-+]?(?:0|[1-9][0-9_]*)|[-+]?0x[0-9a-fA-F_]+|"
       "[-+]?[1-9][0-9_]*(?::[0-5]?[0-9])+");
   return re;
 }
-const std::regex& FloatRe() {
-  static const std::regex re(
+const wire::Regex& FloatRe() {
+  static const wire::Regex re = ScalarRegex(
       "[-+]?(?:[0-9][0-9_]*)\\.[0-9_]*(?:[eE][-+][0-9]+)?|\\.[0-9_]+(?:[eE][-+][0-9]+)?|"
       "[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\\.[0-9_]*|[-+]?\\.(?:inf|Inf|INF)|\\.(?:nan|NaN|NAN)");
   return re;
 }
-const std::regex& NullRe() {
-  static const std::regex re("~|null|Null|NULL|");
+const wire::Regex& NullRe() {
+  static const wire::Regex re = ScalarRegex("~|null|Null|NULL|");
   return re;
+}
+bool FullMatch(const std::string& text, const wire::Regex& re) {
+  auto m = re.Match(text, wire::RegexAnchor::kFull);
+  return m.ok() && *m;
 }
 
 std::string WithoutUnderscores(std::string_view text) {
@@ -133,37 +147,83 @@ wire::Value ConstructFloat(std::string_view text) {
 
 // nullopt: PyYAML + Salt's loader would raise, or produce a type yamlify_arg does not keep.
 std::optional<wire::Value> PlainScalar(const std::string& text) {
-  if (std::regex_match(text, NullRe())) return wire::Value();
-  if (std::regex_match(text, BoolRe())) {
+  if (FullMatch(text, NullRe())) return wire::Value();
+  if (FullMatch(text, BoolRe())) {
     const char c = text[0];
     return wire::Value(c == 'y' || c == 'Y' || c == 't' || c == 'T' ||
                        ((c == 'o' || c == 'O') && (text[1] == 'n' || text[1] == 'N')));
   }
-  if (std::regex_match(text, IntRe())) return ConstructInt(text);
-  if (std::regex_match(text, FloatRe())) return ConstructFloat(text);
+  if (FullMatch(text, IntRe())) return ConstructInt(text);
+  if (FullMatch(text, FloatRe())) return ConstructFloat(text);
   return wire::Value(text);  // timestamps included: Salt's loader keeps them as strings
 }
 
-// The keys of a map being built, by their index in it, for a hash set: the hash agrees with
-// wire::Value's == on the scalar keys Convert admits (equal values hold the same alternative;
-// 0.0 and -0.0 hash alike).
+// A key as Python's dict compares it, where Salt's loader looks for a repeated key: bool, int
+// and float are one kind of number (True == 1 == 1.0, 0 == -0.0), and every .nan PyYAML makes
+// is one shared object, so each equals the others. Checked against Salt's yamlify_arg
+// (tests/data/salt/cli_vectors.json): {1: a, true: b} stays the word it was.
+struct NumberKey {
+  bool nan = false;
+  bool integral = false;
+  bool negative = false;
+  std::uint64_t magnitude = 0;  // integral
+  double value = 0;             // neither: a fraction or an infinity
+  bool operator==(const NumberKey&) const = default;
+};
+std::optional<NumberKey> AsNumber(const wire::Value& v) {
+  NumberKey k;
+  if (v.is_bool()) {
+    k.integral = true;
+    k.magnitude = *v.boolean() ? 1 : 0;
+  } else if (v.is_int()) {
+    k.integral = true;
+    if (const auto n = v.int64()) {
+      k.negative = *n < 0;
+      k.magnitude =
+          k.negative ? 0 - static_cast<std::uint64_t>(*n) : static_cast<std::uint64_t>(*n);
+    } else {
+      k.magnitude = *v.uint64();
+    }
+  } else if (v.is_float()) {
+    const double d = *v.float64();
+    if (std::isnan(d)) {
+      k.nan = true;
+    } else if (d == std::trunc(d) && std::fabs(d) < 18446744073709551616.0) {  // below 2^64
+      k.integral = true;
+      k.negative = d < 0;
+      k.magnitude = static_cast<std::uint64_t>(std::fabs(d));
+    } else {
+      k.value = d;
+    }
+  } else {
+    return std::nullopt;
+  }
+  return k;
+}
+
+// The keys of a map being built, by their index in it, for a hash set with Python's equality.
 struct KeyHash {
   const wire::Map* map;
   std::size_t operator()(std::size_t i) const {
     const wire::Value& v = (*map)[i].first;
     if (const std::string* s = v.str()) return std::hash<std::string_view>{}(*s);
-    if (v.is_float()) return std::hash<double>{}(*v.float64());
-    if (v.is_int()) {
-      const auto n = v.int64();
-      return std::hash<std::uint64_t>{}(n ? static_cast<std::uint64_t>(*n) : *v.uint64());
+    if (const auto n = AsNumber(v)) {
+      if (n->nan) return 7;
+      if (n->integral) return std::hash<std::uint64_t>{}(n->magnitude) ^ (n->negative ? 1 : 0);
+      return std::hash<double>{}(n->value);
     }
-    if (v.is_bool()) return *v.boolean() ? 1 : 2;
     return 0;
   }
 };
 struct KeyEqual {
   const wire::Map* map;
-  bool operator()(std::size_t a, std::size_t b) const { return (*map)[a].first == (*map)[b].first; }
+  bool operator()(std::size_t a, std::size_t b) const {
+    const wire::Value& x = (*map)[a].first;
+    const wire::Value& y = (*map)[b].first;
+    const auto nx = AsNumber(x), ny = AsNumber(y);
+    if (nx || ny) return nx && ny && *nx == *ny;
+    return x == y;
+  }
 };
 
 std::optional<wire::Value> Convert(const YAML::Node& node, int depth) {

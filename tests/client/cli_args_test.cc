@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <map>
+#include <sstream>
+
 #include "salt_vectors.h"
 
 namespace halite::client {
@@ -65,13 +69,61 @@ TEST(CliArgsTest, MapsOfManyKeysAreReadAndARepeatedKeyAnywhereKeepsTheString) {
   for (const std::string& dup : {map + ", k0: again}", "{k2500: x, " + map.substr(1) + "}"}) {
     EXPECT_EQ(YamlifyArg(dup), wire::Value(dup));
   }
-  // Keys of one type and value are one key; 0.0 and -0.0 are equal.
+  // Keys Python's dict holds as one are one key; 0.0 and -0.0 are equal, and so are 1 and yes
+  // (True), as Salt's yamlify_arg says (the rest are in cli_vectors.json).
   EXPECT_EQ(YamlifyArg("{1: a, 1: b}"), wire::Value("{1: a, 1: b}"));
   EXPECT_EQ(YamlifyArg("{0.0: a, -0.0: b}"), wire::Value("{0.0: a, -0.0: b}"));
   EXPECT_EQ(YamlifyArg("{null: a, ~: b}"), wire::Value("{null: a, ~: b}"));
-  const wire::Value distinct = YamlifyArg("{1: a, '1': b, 1.5: c, null: d, yes: e}");
+  const std::string with_yes = "{1: a, '1': b, 1.5: c, null: d, yes: e}";
+  EXPECT_EQ(YamlifyArg(with_yes), wire::Value(with_yes));
+  const wire::Value distinct = YamlifyArg("{1: a, '1': b, 1.5: c, null: d, no: e}");
   ASSERT_TRUE(distinct.is_map());
   EXPECT_EQ(distinct.map()->size(), 5u);
+}
+
+// Words far longer than a line are read as Salt reads them, without recursion: libstdc++'s
+// std::regex recursed once per character, and 130,000 digits overflowed the stack (finding 13;
+// one salt-api form field crashed halite-api before any login). Salt's answers for the same
+// words: tests/data/salt/long_words.txt (gen_long_words.py).
+TEST(CliArgsTest, LongWordsAreReadWithoutExhaustingTheStack) {
+  constexpr std::size_t n = 130000;
+  const std::map<std::string, std::string> words = {
+      {"digits", std::string(n, '1')},
+      {"underscored",
+       [] {
+         std::string w;
+         for (std::size_t i = 0; i < n / 2; ++i) w += "1_";
+         return w;
+       }()},
+      {"float", "1." + std::string(n, '5')},
+      {"exponent", "1." + std::string(n, '5') + "e+3"},
+      {"digits_then_x", std::string(n, '1') + "x"},
+      {"sexagesimal", std::string(n, '1') + ":30"},
+      {"negative", "-" + std::string(n, '9')},
+  };
+  std::ifstream in(std::string(HALITE_TEST_DATA_DIR) + "/salt/long_words.txt");
+  std::string line;
+  std::size_t checked = 0;
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    std::string name, type, rest;
+    fields >> name >> type;
+    std::getline(fields >> std::ws, rest);
+    ASSERT_TRUE(words.count(name)) << line;
+    const wire::Value got = YamlifyArg(words.at(name));
+    if (type == "str") {
+      EXPECT_EQ(got, wire::Value(words.at(name))) << name;
+    } else {
+      ASSERT_EQ(type, "float") << line;
+      ASSERT_TRUE(got.is_float()) << name << ": " << got.ToJson().substr(0, 80);
+      EXPECT_EQ(*got.float64(), std::stod(rest)) << name;
+    }
+    ++checked;
+  }
+  EXPECT_EQ(checked, words.size());
+  // Ten times as long (a salt-api body's limit is 1 MiB): still read, still no recursion.
+  const std::string long_float = "1." + std::string(10 * n, '5');
+  EXPECT_EQ(YamlifyArg(long_float).float64(), std::stod(long_float));
 }
 
 }  // namespace

@@ -15,12 +15,18 @@ inline nlohmann::json SaltCliVectors() {
   return nlohmann::json::parse(in);
 }
 
-// {"__float__": "nan"|"inf"|"-inf"} stands for the floats JSON cannot hold.
+// {"__float__": "nan"|"inf"|"-inf"} stands for the floats JSON cannot hold, and
+// {"__map__": [[key, value], ...]} for a map whose keys are not all strings.
 inline wire::Value FromJson(const nlohmann::json& j) {
   if (j.is_object() && j.contains("__float__")) {
     const std::string f = j["__float__"];
     if (f == "nan") return wire::Value(std::numeric_limits<double>::quiet_NaN());
     return wire::Value((f == "inf" ? 1 : -1) * std::numeric_limits<double>::infinity());
+  }
+  if (j.is_object() && j.contains("__map__")) {  // keys that are not strings, in Salt's order
+    wire::Map m;
+    for (const auto& kv : j["__map__"]) m.emplace_back(FromJson(kv[0]), FromJson(kv[1]));
+    return wire::Value(std::move(m));
   }
   if (j.is_object()) {
     wire::Map m;
@@ -51,7 +57,7 @@ inline bool SameValue(const wire::Value& a, const wire::Value& b) {
     for (const auto& [k, v] : *a.map()) {
       const wire::Value* other = nullptr;
       for (const auto& [k2, v2] : *b.map()) {
-        if (k2 == k) other = &v2;
+        if (SameValue(k2, k)) other = &v2;
       }
       if (other == nullptr || !SameValue(v, *other)) return false;
     }

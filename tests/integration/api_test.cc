@@ -592,6 +592,21 @@ TEST_F(ApiTest, YamlAliasesBeforeLoginAreRefusedInTime) {
   EXPECT_EQ(ok.status, 200) << ok.body;
 }
 
+// A form's arg is read as YAML scalars are, and the scalar resolvers used std::regex, which
+// recursed once per character: one 130 KB field of digits to /login crashed halite-api (stack
+// overflow) before any login (finding 13). Now each is answered and the server lives on.
+TEST_F(ApiTest, LongNumbersInAFormBeforeLoginAreAnsweredNotACrash) {
+  const Headers as_form{{"Content-Type", "application/x-www-form-urlencoded"}};
+  for (const std::string& word : {std::string(900000, '1'), "1." + std::string(900000, '5'),
+                                  std::string(900000, '1') + "x"}) {
+    auto r = HttpCall(servers_->ip, kApiPort, "POST", "/login", as_form,
+                      "arg=" + word + "&username=alice", 20s);
+    EXPECT_EQ(r.status, 401) << r.body.substr(0, 200);
+  }
+  EXPECT_EQ(Call("GET", "/").status, 200);
+  EXPECT_FALSE(Login("alice").empty());
+}
+
 // POST / needs a session, as Salt's salt_auth tool does before its body tool runs: without
 // one the answer is 401 and the body is never read. Before, halite ran chunks that carried
 // their own credentials here, and parsed any stranger's body (up to 1 MiB of YAML: 1.8 s of

@@ -148,6 +148,30 @@ TEST_F(PeerTest, PublishPublishRunsWhatPeerAllowsAndOnlyItsPublisherReadsTheRetu
   EXPECT_NE(log.find("pub_ret from 'other1' refused"), std::string::npos) << log;
 }
 
+// A kwarg in a peer publish is read by the master as Salt's parse_input reads it, and that
+// reader used std::regex, which recursed once per character: a minion the peer ACL allows
+// could crash the master with one kwarg of 200,000 digits (finding 13). It is published as
+// the string Salt makes of it, and the master goes on answering.
+TEST_F(PeerTest, AKwargOfManyDigitsIsPublishedNotACrash) {
+  SignedIn asker = SignIn("asker4");
+  const std::string digits(200000, '7');
+  auto pub =
+      Send(asker, MinionPub("asker4", "target1", "test.echo", {wire::Value("text=" + digits)}));
+  ASSERT_TRUE(pub.ok()) << pub.error().ToString();
+  const std::string* jid = pub->FindStr("jid");
+  ASSERT_NE(jid, nullptr) << pub->ToJson();
+  wire::Value returns;
+  ASSERT_TRUE(WaitFor([&] {
+    auto r = Send(asker, PubRet("asker4", *jid));
+    if (!r.ok() || !r->Find("target1")) return false;
+    returns = *r;
+    return true;
+  })) << master_->Log();
+  const wire::Value* ret = returns.Find("target1")->Find("ret");
+  ASSERT_NE(ret, nullptr) << returns.ToJson().substr(0, 200);
+  EXPECT_EQ(*ret, wire::Value(digits)) << ret->ToJson().substr(0, 80);
+}
+
 TEST_F(PeerTest, AMultiFunctionPublishIsSplitAsSaltSplitsIt) {
   SignedIn asker = SignIn("asker2");
   // publish.full_data target1 test.ping,test.echo ',hi': the function names split at commas,

@@ -31,12 +31,22 @@ ARGS = [
     "a-b=1", "a.b=1", "__x=1", "x==1", "x=01", "fun=test.ping", "20250101120000123456",
     "---", "...", "!", "#", "x=|", "[1, {a: b}]", "{a: [1, 2], b: {c: null}}", "-", "-5.5e-3",
     "0b101", "1:60", "12e", "TRUE", "tRue", "~x", "'unterminated", "x=a b",
+    # Keys that are one key to Python's dict (its loader refuses a repeated key): numbers
+    # equal across int, float and bool; PyYAML's every .nan is one shared object.
+    "{1: a, true: b}", "{1: a, 1.0: b}", "{0: a, false: b}", "{0: a, -0.0: b}",
+    "{true: a, yes: b}", "{10: a, 0xa: b}", "{2: a, 2.0e0: b}", "{.inf: a, .Inf: b}",
+    "{.nan: a, .NaN: b}", "{~: a, null: b}", "{a: 1, a: 2}", "{1: a, 2: b, 1.5: c}",
+    "{-1: a, -1.0: b}", "{.nan: a}", "{4294967296: a, 4294967296.0: b}",
+    "{9007199254740993: a, 9007199254740992.0: b}",
 ]
 
 
 def to_json(value):
     if isinstance(value, dict):
-        return {str(k): to_json(v) for k, v in value.items()}
+        if all(isinstance(k, str) for k in value):
+            return {k: to_json(v) for k, v in value.items()}
+        # Keys JSON cannot hold as they are (numbers, bools, None), in Salt's order.
+        return {"__map__": [[to_json(k), to_json(v)] for k, v in value.items()]}
     if isinstance(value, (list, tuple)):
         return [to_json(v) for v in value]
     if isinstance(value, float) and value != value:
