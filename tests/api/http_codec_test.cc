@@ -22,6 +22,19 @@ TEST(HttpCodecTest, DeepJsonAndYamlAreRefused) {
   std::string deep(10000, '[');
   deep += std::string(10000, ']');
   EXPECT_FALSE(ParseBody("application/json", deep).ok());
+  // The scan that refuses deep JSON before it is parsed keeps the parse's own limit exactly:
+  // a value under 64 containers, or an empty container as the 65th, is read; one more is not.
+  for (int levels : {63, 64, 65, 66, 67}) {
+    const std::string with_value = std::string(levels, '[') + "1" + std::string(levels, ']');
+    EXPECT_EQ(ParseBody("application/json", with_value).ok(), levels <= 64) << levels;
+    EXPECT_EQ(ParseJson(std::string(levels, '[') + std::string(levels, ']')).ok(), levels <= 65)
+        << levels;
+  }
+  // Brackets inside strings, escaped quotes included, are text.
+  const std::string in_string = "[\"\\\"" + std::string(200, '[') + "\"]";
+  auto text = ParseBody("application/json", in_string);
+  ASSERT_TRUE(text.ok()) << in_string;
+  EXPECT_EQ((*text->array())[0], wire::Value("\"" + std::string(200, '[')));
   // YAML past 64 levels was read with nil in place of what lay deeper: refused, as JSON is.
   for (int levels : {64, 100}) {
     const std::string yaml = std::string(levels, '[') + "x" + std::string(levels, ']');
