@@ -11,6 +11,7 @@
 #include "halite/client/cli_args.h"
 #include "halite/jobs/jid.h"
 #include "halite/wire/event.h"
+#include "halite/wire/keyed_map.h"
 #include "halite/wire/target.h"
 
 namespace halite::api {
@@ -43,7 +44,8 @@ std::string Str(const wire::Value& chunk, std::string_view key) {
 // binds a low chunk: positional values then one {"__kwarg__": true, ...} map.
 wire::Array RunnerArgs(const wire::Value& chunk, bool extra_keys) {
   wire::Array positional;
-  wire::Value kwargs = wire::Value::MapOf({{"__kwarg__", true}});
+  // Keyed: a chunk's keys and words are a caller's (docs/security.md, finding 14).
+  wire::KeyedMap kwargs(wire::Map{{wire::Value("__kwarg__"), wire::Value(true)}});
   if (const wire::Value* arg = chunk.Find("arg")) {
     wire::Array items = arg->array() ? *arg->array() : wire::Array{*arg};
     for (auto& item : items) {
@@ -77,7 +79,7 @@ wire::Array RunnerArgs(const wire::Value& chunk, bool extra_keys) {
       if (!reserved) kwargs.Set(*name, v);
     }
   }
-  if (kwargs.map()->size() > 1) positional.push_back(std::move(kwargs));
+  if (kwargs.size() > 1) positional.push_back(wire::Value(std::move(kwargs).Take()));
   return positional;
 }
 
@@ -237,11 +239,11 @@ Result<client::PublishRequest> Netapi::LocalRequest(const auth::Token& token,
     req.arg = arg->array() ? *arg->array() : wire::Array{*arg};
   }
   if (const wire::Value* kw = chunk.Find("kwarg"); kw && kw->map() && !kw->map()->empty()) {
-    wire::Value m = wire::Value::MapOf({{"__kwarg__", true}});
+    wire::KeyedMap m(wire::Map{{wire::Value("__kwarg__"), wire::Value(true)}});
     for (const auto& [k, v] : *kw->map()) {
       if (k.str()) m.Set(*k.str(), v);
     }
-    req.arg.push_back(std::move(m));
+    req.arg.push_back(wire::Value(std::move(m).Take()));
   }
   req.ret = Str(chunk, "ret");
   req.token = token.token;

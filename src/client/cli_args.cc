@@ -12,6 +12,7 @@
 #include <unordered_set>
 
 #include "halite/config/yaml.h"
+#include "halite/wire/keyed_map.h"
 #include "halite/wire/regex.h"
 
 namespace halite::client {
@@ -347,18 +348,14 @@ std::pair<std::string, std::string> SplitKwarg(std::string_view word) {
 
 namespace {
 
-// A dict's assignment: the last value wins, in the first one's place.
-void SetKwarg(wire::Map& kwargs, const std::string& name, wire::Value value) {
-  for (auto& [k, v] : kwargs) {
-    if (k.str() && *k.str() == name) {
-      v = std::move(value);
-      return;
-    }
-  }
-  kwargs.emplace_back(wire::Value(name), std::move(value));
+// A dict's assignment: the last value wins, in the first one's place. Keyed: the words come
+// from salt-api callers and from minions' peer publishes (docs/security.md, finding 14).
+void SetKwarg(wire::KeyedMap& kwargs, const std::string& name, wire::Value value) {
+  kwargs.Set(name, std::move(value));
 }
 
-wire::Array WithKwargs(wire::Array out, wire::Map kwargs) {
+wire::Array WithKwargs(wire::Array out, wire::KeyedMap keyed) {
+  wire::Map kwargs = std::move(keyed).Take();
   if (!kwargs.empty()) {
     wire::Map conditioned;
     conditioned.emplace_back(wire::Value("__kwarg__"), wire::Value(true));
@@ -373,7 +370,7 @@ wire::Array WithKwargs(wire::Array out, wire::Map kwargs) {
 wire::Array ParseInputValues(const wire::Array& args,
                              const std::set<std::string, std::less<>>& no_parse) {
   wire::Array out;
-  wire::Map kwargs;
+  wire::KeyedMap kwargs;
   for (const wire::Value& arg : args) {
     if (const std::string* word = arg.str()) {
       auto [name, value] = SplitKwarg(*word);
@@ -397,7 +394,7 @@ wire::Array ParseInputValues(const wire::Array& args,
 wire::Array ParseCliArgs(const std::vector<std::string>& args,
                          const std::set<std::string, std::less<>>& no_parse) {
   wire::Array out;
-  wire::Map kwargs;
+  wire::KeyedMap kwargs;
   for (const auto& word : args) {
     auto [name, value] = SplitKwarg(word);
     if (name.empty()) {

@@ -440,9 +440,10 @@ TEST_F(HostileTest, ReturnsOnlyForJobsThatTargetTheMinion) {
 }
 
 TEST_F(HostileTest, MineGetFollowsMasterAndMinionAcls) {
-  MasterUnderTest master(tmp_.path(), Spec(true,
-                                           "mine_get:\n  'web.*':\n    - 'network\\..*'\n"
-                                           "  'db.*':\n    - 'secret.items'\n"));
+  MasterUnderTest master(tmp_.path(),
+                         Spec(true,
+                              "mine_get:\n  'web.*':\n    - 'network\\..*'\n"
+                              "  'db.*':\n    - 'secret.items'\n    - 'network\\..*'\n"));
   master.Start();
   auto web = SignIn(ctx_, master, "web1");
   auto db = SignIn(ctx_, master, "db1");
@@ -470,6 +471,87 @@ TEST_F(HostileTest, MineGetFollowsMasterAndMinionAcls) {
   EXPECT_EQ(get(web, "secret.items").ToJson(), "{}");  // master-side ACL
   EXPECT_EQ(get(db, "secret.items").ToJson(), R"({"db1": "db-secret"})");
   EXPECT_EQ(get(web, "network.interfaces").ToJson(), "{}");  // minion-side allow_tgt
+  // One answer per allow_tgt and type in a mine_get (each is asked once): the same target text
+  // with another type is another question. "w.*" as a glob matches no id; as a pcre, web1.
+  auto acl = [](const std::string& tgt, const std::string& type, const std::string& data) {
+    return wire::Value::MapOf({{"__saltmine_acl__", 1},
+                               {"__data__", data},
+                               {"allow_tgt", tgt},
+                               {"allow_tgt_type", type}});
+  };
+  store(db, wire::Value::MapOf({{"network.interfaces", acl("db*", "glob", "only-for-db")},
+                                {"network.routes", acl("w.*", "glob", "for-nobody")}}));
+  store(web, wire::Value::MapOf({{"network.interfaces", acl("w.*", "pcre", "for-w-pcre")},
+                                 {"network.routes", acl("db*", "glob", "db-from-web")}}));
+  auto both = [&](Signed& m) {
+    auto r = m.minion->Request(
+        ctx_, m.session,
+        wire::Value::MapOf(
+            {{"cmd", "_mine_get"},
+             {"tgt", "*"},
+             {"tgt_type", "glob"},
+             {"fun", wire::Value(wire::Array{"network.interfaces", "network.routes"})}}));
+    EXPECT_TRUE(r.ok()) << r.error().ToString();
+    return r.ok() ? r->ToJson() : "";
+  };
+  EXPECT_EQ(both(web), R"({"network.interfaces": {"web1": "for-w-pcre"}})");
+  EXPECT_EQ(
+      both(db),
+      R"({"network.interfaces": {"db1": "only-for-db"}, "network.routes": {"web1": "db-from-web"}})");
+}
+
+// A minion's mine of many functions, and a mine_get naming them all, are answered in linear
+// time. Each function was merged into the stored mine with a search of the functions before
+// it, and each answer looked for its function in the answer so far: a `_mine` of 10,000
+// functions took 8.5 s in the ASan build and one of 20,000 went unanswered past 10 s, holding
+// a worker (finding 14). RawMinion gives each request 10 s.
+TEST_F(HostileTest, AMineOfManyFunctionsAndAMineGetOfThemAllAreAnswered) {
+  MasterUnderTest master(tmp_.path(), Spec(true, ""));
+  master.Start();
+  auto web = SignIn(ctx_, master, "web1");
+  auto db = SignIn(ctx_, master, "db1");
+  constexpr int kFunctions = 20000;
+  wire::Map mine;
+  wire::Array funs;
+  for (int i = 0; i < kFunctions; ++i) {
+    const std::string f = "many.f" + std::to_string(i);
+    // Every other entry behind a minion-side ACL that lets web1 read it.
+    mine.emplace_back(f, i % 2 ? wire::Value(i)
+                               : wire::Value::MapOf({{"__saltmine_acl__", 1},
+                                                     {"__data__", i},
+                                                     {"allow_tgt", "web*"},
+                                                     {"allow_tgt_type", "glob"}}));
+    funs.push_back(wire::Value(f));
+  }
+  auto stored = db.minion->Request(
+      ctx_, db.session,
+      wire::Value::MapOf({{"cmd", "_mine"}, {"data", wire::Value(std::move(mine))}}));
+  ASSERT_TRUE(stored.ok()) << stored.error().ToString();
+  auto got = web.minion->Request(ctx_, web.session,
+                                 wire::Value::MapOf({{"cmd", "_mine_get"},
+                                                     {"tgt", "db1"},
+                                                     {"tgt_type", "glob"},
+                                                     {"fun", wire::Value(std::move(funs))}}));
+  ASSERT_TRUE(got.ok()) << got.error().ToString();
+  ASSERT_TRUE(got->is_map());
+  ASSERT_EQ(got->map()->size(), static_cast<std::size_t>(kFunctions));
+  EXPECT_EQ(got->Find("many.f0")->ToJson(), R"({"db1": 0})");
+  EXPECT_EQ(got->Find("many.f19999")->ToJson(), R"({"db1": 19999})");
+  // A second `_mine` merges into the first: one function replaced in place, one added.
+  auto more = db.minion->Request(
+      ctx_, db.session,
+      wire::Value::MapOf(
+          {{"cmd", "_mine"}, {"data", wire::Value::MapOf({{"many.f1", "new"}, {"extra", 1}})}}));
+  ASSERT_TRUE(more.ok()) << more.error().ToString();
+  auto merged = web.minion->Request(
+      ctx_, web.session,
+      wire::Value::MapOf({{"cmd", "_mine_get"},
+                          {"tgt", "db1"},
+                          {"tgt_type", "glob"},
+                          {"fun", wire::Value(wire::Array{"many.f1", "many.f2", "extra"})}}));
+  ASSERT_TRUE(merged.ok()) << merged.error().ToString();
+  EXPECT_EQ(merged->ToJson(),
+            R"({"many.f1": {"db1": "new"}, "many.f2": {"db1": 2}, "extra": {"db1": 1}})");
 }
 
 TEST_F(HostileTest, DeletedMinionsSessionKeyEndsAtOnce) {

@@ -7,6 +7,7 @@
 
 #include "allocation_meter.h"
 #include "halite/wire/encoding.h"
+#include "halite/wire/keyed_map.h"
 
 namespace halite::wire {
 namespace {
@@ -326,6 +327,41 @@ TEST(MsgpackTest, ToJsonOfNestedContainerKeysStaysSmall) {
   Map scalar_key;
   scalar_key.emplace_back(Value(7), Value(true));
   EXPECT_EQ(Value(std::move(scalar_key)).ToJson(), "{\"7\": true}");
+}
+
+// KeyedMap builds exactly what Value::Set calls build (a key's value replaced where it stands,
+// new keys appended, the first of repeated keys in the base being the one Set finds), from a
+// base with repeats, non-string keys and bin keys; it exists so that n keys cost n, not n^2/2
+// (docs/security.md, finding 14).
+TEST(KeyedMapTest, BuildsWhatValueSetBuilds) {
+  Map base;
+  base.emplace_back(Value("a"), Value(1));
+  base.emplace_back(Value(7), Value("seven"));
+  base.emplace_back(Value("b"), Value(2));
+  base.emplace_back(Value("a"), Value(3));  // a repeat: Set and Find see the first
+  base.emplace_back(Value::Bin("c"), Value(4));
+  Value by_set(base);
+  KeyedMap keyed(base);
+  std::uint32_t seed = 12345;
+  for (int i = 0; i < 2000; ++i) {
+    seed = seed * 1103515245u + 12345u;
+    const std::string key = std::string(1, static_cast<char>('a' + (seed >> 16) % 6)) +
+                            ((seed >> 8) % 3 ? "" : std::to_string((seed >> 4) % 50));
+    by_set.Set(key, Value(i));
+    keyed.Set(key, Value(i));
+    ASSERT_EQ(keyed.Find(key) ? *keyed.Find(key) : Value(), *by_set.Find(key)) << key;
+  }
+  EXPECT_EQ(keyed.Find("zz"), nullptr);
+  EXPECT_EQ(keyed.size(), by_set.map()->size());
+  EXPECT_EQ(Value(std::move(keyed).Take()), by_set);
+  // Many distinct keys: appended in order, each once.
+  KeyedMap many;
+  for (int i = 0; i < 100000; ++i) many.Set("k" + std::to_string(i), Value(i));
+  many.Set("k5", Value("again"));
+  const Map built = std::move(many).Take();
+  ASSERT_EQ(built.size(), 100000u);
+  EXPECT_EQ(built[5].second, Value("again"));
+  EXPECT_EQ(built[99999].first, Value("k99999"));
 }
 
 }  // namespace
