@@ -19,6 +19,7 @@
 #include "halite/master/targeting.h"
 #include "halite/wire/encoding.h"
 #include "halite/wire/event.h"
+#include "halite/wire/keyed_map.h"
 #include "halite/wire/target.h"
 
 namespace halite::master {
@@ -310,13 +311,13 @@ void PreviewTarget(MasterContext& ctx, const wire::Value& load,
 // manage.present and friends: the minions presence.h counts as present, {id: ""} (no
 // address: presence is by identity, not by connection).
 void PresenceList(MasterContext& ctx, std::function<void(std::string)> reply) {
-  wire::Value present = wire::Value::EmptyMap();
+  wire::KeyedMap present;  // 10,000 ids: Value::Set would compare each with those before
   if (ctx.presence) {
     for (const auto& id : ctx.presence->Present(2 * ctx.config->loop_interval)) {
       present.Set(id, "");
     }
   }
-  reply(ClearReply(wire::Value::MapOf({{"present", std::move(present)}})));
+  reply(ClearReply(wire::Value::MapOf({{"present", wire::Value(std::move(present).Take())}})));
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include "halite/master/minion_data.h"
 #include "halite/master/targeting.h"
 #include "halite/stores/stores.h"
+#include "halite/wire/keyed_map.h"
 #include "internal.h"
 
 namespace halite::runners {
@@ -41,7 +42,9 @@ Result<Targeted> Resolve(RunnerEnv& env, const BoundArgs& a) {
 
 Result<RunnerResult> Grains(RunnerEnv& env, const BoundArgs& a) {
   HALITE_ASSIGN_OR_RETURN(Targeted t, Resolve(env, a));
-  Value out = Value::EmptyMap();
+  // Keyed maps here and below: Value::Set over 10,000 minions compares each id with those
+  // before it (50 million comparisons).
+  wire::KeyedMap out;
   for (const auto& id : t.minions) {
     if (auto grains = t.data->Grains(id)) {
       out.Set(id, std::move(*grains));
@@ -49,25 +52,25 @@ Result<RunnerResult> Grains(RunnerEnv& env, const BoundArgs& a) {
       out.Set(id, Value::EmptyMap());  // cached data without grains (cache.clear_grains)
     }
   }
-  return RunnerResult{std::move(out), ""};
+  return RunnerResult{Value(std::move(out).Take()), ""};
 }
 
 Result<RunnerResult> Pillar(RunnerEnv& env, const BoundArgs& a) {
   HALITE_ASSIGN_OR_RETURN(Targeted t, Resolve(env, a));
-  Value out = Value::EmptyMap();
+  wire::KeyedMap out;
   for (const auto& id : t.minions) {
     if (auto pillar = t.data->Pillar(id)) out.Set(id, std::move(*pillar));
   }
-  return RunnerResult{std::move(out), ""};
+  return RunnerResult{Value(std::move(out).Take()), ""};
 }
 
 Result<RunnerResult> Mine(RunnerEnv& env, const BoundArgs& a) {
   HALITE_ASSIGN_OR_RETURN(Targeted t, Resolve(env, a));
-  Value out = Value::EmptyMap();
+  wire::KeyedMap out;
   for (const auto& id : t.minions) {
     if (t.data->HasMine(id)) out.Set(id, t.data->Mine(id));
   }
-  return RunnerResult{std::move(out), ""};
+  return RunnerResult{Value(std::move(out).Take()), ""};
 }
 
 // Salt's clear_cached_minion_data: False without a target, else True once the targeted

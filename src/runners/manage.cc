@@ -7,6 +7,7 @@
 #include <charconv>
 
 #include "halite/stores/stores.h"
+#include "halite/wire/keyed_map.h"
 #include "internal.h"
 
 namespace halite::runners {
@@ -55,7 +56,7 @@ Result<RunnerResult> ListState(RunnerEnv& env, const BoundArgs& a) {
   HALITE_ASSIGN_OR_RETURN(Value present, Present(env));
   const Value& subset = a.Get("subset");
   const bool show_ip = a.Truthy("show_ip");
-  Value ips = Value::EmptyMap();
+  wire::KeyedMap ips;  // not Value::Set: 10,000 ids would each be compared with those before
   std::vector<std::string> ids;
   for (const auto& [k, ip] : *present.map()) {
     if (!k.str() || !InSubset(subset, *k.str())) continue;
@@ -63,7 +64,7 @@ Result<RunnerResult> ListState(RunnerEnv& env, const BoundArgs& a) {
     ips.Set(*k.str(), ip);
   }
   std::sort(ids.begin(), ids.end());
-  return RunnerResult{show_ip ? ips : internal::StrList(ids), ""};
+  return RunnerResult{show_ip ? Value(std::move(ips).Take()) : internal::StrList(ids), ""};
 }
 
 Result<RunnerResult> ListNotState(RunnerEnv& env, const BoundArgs& a) {
@@ -121,9 +122,9 @@ Result<RunnerResult> Versions(RunnerEnv& env, const BoundArgs&) {
   // Salt lists the statuses in the order they were first met; here in the labels' order.
   Value out = Value::EmptyMap();
   for (const auto& [status, minions] : by_status) {
-    Value m = Value::EmptyMap();
-    for (const auto& [id, v] : minions) m.Set(id, v);
-    out.Set(kLabels.at(status), std::move(m));
+    wire::Map m;  // the ids of a std::map: distinct and sorted, so appended as they come
+    for (const auto& [id, v] : minions) m.emplace_back(Value(id), v);
+    out.Set(kLabels.at(status), Value(std::move(m)));
   }
   out.Set("Master", kMasterSaltVersion);
   return RunnerResult{std::move(out), ""};

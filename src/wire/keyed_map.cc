@@ -26,4 +26,9 @@ Value* KeyedMap::Find(std::string_view key) {
   return it == index_.end() ? nullptr : &map_[it->second].second;
 }
 
+const Value* KeyedMap::Find(std::string_view key) const {
+  auto it = index_.find(key);
+  return it == index_.end() ? nullptr : &map_[it->second].second;
+}
+
 }  // namespace halite::wire

@@ -23,6 +23,7 @@ class KeyedMap {
   explicit KeyedMap(Map base);
   void Set(std::string_view key, Value value);
   Value* Find(std::string_view key);
+  const Value* Find(std::string_view key) const;
   std::size_t size() const { return map_.size(); }
   Map Take() && { return std::move(map_); }
 
