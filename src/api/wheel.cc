@@ -6,6 +6,7 @@
 #include "halite/master/minion_data.h"
 #include "halite/stores/stores.h"
 #include "halite/wire/glob.h"
+#include "halite/wire/keyed_map.h"
 
 namespace halite::api {
 
@@ -85,13 +86,13 @@ class KeyWheel {
     for (KeyState s : kStates) {
       HALITE_ASSIGN_OR_RETURN(auto ids, Matching(s, globs));
       if (ids.empty()) continue;
-      wire::Value m = wire::Value::EmptyMap();
+      wire::KeyedMap m;  // thousands of keys: not a search of the ids before each
       for (const auto& id : ids) {
         auto pem = store_->Read(s, id);
         auto f = pem.ok() ? keys::Fingerprint(*pem) : Result<std::string>(pem.error());
         m.Set(id, f.ok() ? *f : f.error().message);
       }
-      out.Set(StateKey(s), std::move(m));
+      out.Set(StateKey(s), wire::Value(std::move(m).Take()));
     }
     return out;
   }

@@ -61,9 +61,9 @@ void PrintGrouped(const Grouped& groups, bool with_text, bool json) {
       auto it = groups.find(state);
       if (it == groups.end()) continue;
       if (with_text) {
-        halite::wire::Value m = halite::wire::Value::EmptyMap();
-        for (const auto& [id, text] : it->second) m.Set(id, text);
-        doc.Set(NameOf(state).json_key, m);
+        halite::wire::Map m;  // ids of one state are distinct: appended, not searched
+        for (const auto& [id, text] : it->second) m.emplace_back(halite::wire::Value(id), text);
+        doc.Set(NameOf(state).json_key, halite::wire::Value(std::move(m)));
       } else {
         halite::wire::Array ids;
         for (const auto& [id, text] : it->second) ids.emplace_back(id);

@@ -171,7 +171,7 @@ Result<RunnerResult> ListJobs(RunnerEnv& env, const BoundArgs& a) {
   const Value* jobs = listed.Find("jobs");
   const auto functions = internal::SplitInput(a.Get("search_function"));
   const auto targets = internal::SplitInput(a.Get("search_target"));
-  Value out = Value::EmptyMap();
+  wire::KeyedMap out;  // a cache of thousands of jobs: not a search of those before each
   if (jobs && jobs->map()) {
     for (const auto& [jid, job] : *jobs->map()) {
       const std::string id = jid.str() ? *jid.str() : jid.ToJson();
@@ -185,7 +185,7 @@ Result<RunnerResult> ListJobs(RunnerEnv& env, const BoundArgs& a) {
       out.Set(id, job);
     }
   }
-  return RunnerResult{std::move(out), a.Text("outputter")};
+  return RunnerResult{Value(std::move(out).Take()), a.Text("outputter")};
 }
 
 Result<RunnerResult> Active(RunnerEnv& env, const BoundArgs& a) {

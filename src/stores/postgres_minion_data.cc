@@ -235,16 +235,16 @@ wire::Value PostgresMinionData::Mine(std::string_view id) {
                             conn.Exec("SELECT fun, data FROM " + schema_->Table("minion_mine") +
                                           " WHERE minion_id = $1 ORDER BY fun",
                                       jobs::PgParams().Text(id), Deadline()));
-    wire::Value out = wire::Value::EmptyMap();
+    wire::Map out;  // one row per function (the primary key): appended, never searched
     for (int row = 0; row < r.rows(); ++row) {
       auto value = wire::Unpack(r.Bytes(row, 1));
       if (!value.ok()) {
         spdlog::warn("mine data of {} ({}) is corrupt; left out", id, r.Bytes(row, 0));
         continue;
       }
-      out.Set(std::string(r.Bytes(row, 0)), std::move(*value));
+      out.emplace_back(wire::Value(std::string(r.Bytes(row, 0))), std::move(*value));
     }
-    return out;
+    return wire::Value(std::move(out));
   });
   if (!mine.ok()) {
     LogReadError("the mine of " + std::string(id), mine.error());
