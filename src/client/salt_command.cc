@@ -8,6 +8,7 @@
 #include "halite/client/batch.h"
 #include "halite/client/cli_args.h"
 #include "halite/client/output.h"
+#include "halite/wire/keyed_map.h"
 
 namespace halite::client {
 
@@ -172,13 +173,13 @@ int RunBatchCommand(const SaltCommandLine& cmd, SaltCommandContext& ctx, Display
   PublishRequest job = ctx.request;
   job.extra_kwargs.clear();  // Salt's batch passes only --return on
   Batch batch(ctx.client, std::move(job), options);
-  wire::Value all = wire::Value::EmptyMap();
+  wire::KeyedMap gathered;  // --static over 10,000 minions: not a search of the ids before
   BatchSink sink;
   sink.say = [&](const std::string& line) {
     if (!quiet) display.Say(line);
   };
   sink.returned = [&](const MinionReturn& r, const wire::Value& shown) {
-    all.Set(r.id, r.ret);
+    gathered.Set(r.id, r.ret);
     if (!quiet) display.Show(shown, display.FormatFor(r.out));
   };
   sink.error = [&](const std::string& line) { ctx.err << line << "\n"; };
@@ -197,6 +198,7 @@ int RunBatchCommand(const SaltCommandLine& cmd, SaltCommandContext& ctx, Display
   const OutputFormat format = !cmd.out.empty()                   ? display.FormatFor("")
                               : IsStateFunction(ctx.request.fun) ? OutputFormat::kHighstate
                                                                  : OutputFormat::kNested;
+  const wire::Value all(std::move(gathered).Take());
   display.Show(all, format);
   if (all.map()->empty()) {
     ctx.err << "ERROR: No return received\n";

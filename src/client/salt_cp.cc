@@ -295,8 +295,9 @@ int RunSaltCp(const SaltCpCommandLine& cmd, SaltCpContext& ctx) {
     }
     for (const auto& [id, value] : *returns) record(id, dir, value);
   }
-  wire::Value shown = wire::Value::EmptyMap();
-  for (auto& [id, value] : ret) shown.Set(id, std::move(value));
+  wire::Map by_id;  // a std::map's ids: distinct and sorted, appended without a search
+  for (auto& [id, value] : ret) by_id.emplace_back(wire::Value(id), std::move(value));
+  const wire::Value shown(std::move(by_id));
   OutputOptions options;
   options.color = !cmd.no_color && ctx.out_is_terminal;
   ctx.out << DisplayOutput(shown, *format, options) << std::flush;
