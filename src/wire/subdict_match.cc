@@ -20,23 +20,14 @@ std::string Lower(std::string text) {
   return text;
 }
 
-// The work one SubdictMatch may do. Each "*:" level of an expression retries every split point
-// and walks every value below it again, so the work grows as a high power of the wildcard
-// count (stock Salt takes 8.5 s over a small dict for 48 wildcards; target_fuzz found a 281-byte
-// expression that took 86 ms here). A unit is one split point tried, one key walked, one map
-// entered or one value compared, plus one per 256 bytes of pattern copied and per 64 compared.
-// Real targets use tens of units, a "*:" over a map of 10,000 entries about five per entry;
-// the budget bounds one match to ~10 ms (the master's ResolveTargets also bounds a whole
-// resolution's CPU).
-constexpr std::size_t kSubdictWorkBudget = 200'000;
-
 class Work {
  public:
+  explicit Work(std::size_t budget) : budget_(budget), left_(budget) {}
   Status Spend(std::size_t units) {
     if (units > left_) {
       left_ = 0;
       return Error::ResourceExhausted("target expression needs more than " +
-                                      std::to_string(kSubdictWorkBudget) +
+                                      std::to_string(budget_) +
                                       " steps to match (too many '*' levels or delimiters)");
     }
     left_ -= units;
@@ -62,7 +53,8 @@ class Work {
   }
 
  private:
-  std::size_t left_ = kSubdictWorkBudget;
+  std::size_t budget_;
+  std::size_t left_;
   std::optional<Prepared> last_;
 };
 
@@ -297,9 +289,9 @@ bool InNetwork(const IpNetwork& net, const IpAddress& ip) {
 }  // namespace
 
 Result<bool> SubdictMatch(const Value& data, std::string_view expr, std::string_view delimiter,
-                          SubdictMode mode) {
+                          SubdictMode mode, std::size_t work_budget) {
   if (delimiter.empty()) return Error::InvalidArgument("empty target delimiter");
-  Work work;
+  Work work(work_budget);
   return Subdict(data, expr, delimiter, mode, 0, work);
 }
 

@@ -48,7 +48,7 @@ Result<bool> DataMatch(const std::string& expr, const Value* data, const TargetC
                                   std::string(delimiter) + "'");
   }
   if (!data->is_map()) return false;
-  return SubdictMatch(*data, expr, delimiter, mode);
+  return SubdictMatch(*data, expr, delimiter, mode, ctx.subdict_work_budget);
 }
 
 Result<bool> IpCidr(const std::string& expr, const TargetContext& ctx) {

@@ -258,6 +258,17 @@ TEST(TargetTest, SubdictWildcardFloodIsALimitErrorNotMinutesOfWork) {
   auto ok = SubdictMatch(data, "*:*:*:c:d", ":", SubdictMode::kGlob);
   ASSERT_TRUE(ok.ok()) << ok.error().ToString();
   EXPECT_TRUE(*ok);
+  // A smaller budget (target_fuzz's) cuts the same match sooner, through MatchTarget too.
+  auto cut = SubdictMatch(data, "*:*:*:c:d", ":", SubdictMode::kGlob, 5);
+  ASSERT_FALSE(cut.ok());
+  EXPECT_EQ(cut.error().code, ErrorCode::kResourceExhausted);
+  EXPECT_NE(cut.error().message.find("more than 5 steps"), std::string::npos)
+      << cut.error().message;
+  TargetContext ctx{"web1", &data, false, ":"};
+  EXPECT_TRUE(*MatchTarget(Value("*:*:*:c:d"), "grain", ctx));
+  ctx.subdict_work_budget = 5;
+  EXPECT_EQ(MatchTarget(Value("*:*:*:c:d"), "grain", ctx).error().code,
+            ErrorCode::kResourceExhausted);
   auto miss = SubdictMatch(data, "*:*:*:*:*:*:nomatch", ":", SubdictMode::kGlob);
   ASSERT_TRUE(miss.ok()) << miss.error().ToString();
   EXPECT_FALSE(*miss);

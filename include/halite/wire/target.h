@@ -23,6 +23,16 @@ namespace halite::wire {
 // whitespace, a list item by item), which is how Salt's nodegroup_comp reads either form.
 using Nodegroups = std::map<std::string, std::vector<std::string>>;
 
+// The work one SubdictMatch may do. Each "*:" level of an expression retries every split point
+// and walks every value below it again, so the work grows as a high power of the wildcard
+// count (stock Salt takes 8.5 s over a small dict for 48 wildcards; target_fuzz found a 281-byte
+// expression that took 86 ms here). A unit is one split point tried, one key walked, one map
+// entered or one value compared, plus one per 256 bytes of pattern copied and per 64 compared.
+// Real targets use tens of units, a "*:" over a map of 10,000 entries about five per entry;
+// the budget bounds one match to ~10 ms (the master's ResolveTargets also bounds a whole
+// resolution's CPU).
+inline constexpr std::size_t kSubdictWorkBudget = 200'000;
+
 struct TargetContext {
   std::string_view id;
   // The minion's grains map, or nullptr when unknown. With `greedy` (the master's view), a
@@ -39,6 +49,9 @@ struct TargetContext {
   // bounded: a regex by its match limit, a grain or pillar match by its step budget, but a
   // 256 KiB expression holds thousands of terms); its error is MatchTarget's.
   const CpuBudget* cpu_budget = nullptr;
+  // Each grain or pillar match's work (SubdictMatch); only target_fuzz sets less, to try more
+  // inputs per second.
+  std::size_t subdict_work_budget = kSubdictWorkBudget;
 };
 
 // Limits on a compound expression, checked before it is evaluated.
@@ -75,7 +88,7 @@ enum class SubdictMode { kGlob, kRegex, kExact };
 // delimiters or an expression whose "*:" levels would need more than a fixed amount of work
 // (a few milliseconds) against `data`, where Salt would spend seconds to hours.
 Result<bool> SubdictMatch(const Value& data, std::string_view expr, std::string_view delimiter,
-                          SubdictMode mode);
+                          SubdictMode mode, std::size_t work_budget = kSubdictWorkBudget);
 
 // Salt's ipcidr matcher: `tgt` is an address (matches when the `ipv4` or `ipv6` grain list
 // holds it) or a network "addr/prefix" or "addr/netmask" without host bits (matches when any
