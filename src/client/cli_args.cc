@@ -348,12 +348,9 @@ std::pair<std::string, std::string> SplitKwarg(std::string_view word) {
 
 namespace {
 
-// A dict's assignment: the last value wins, in the first one's place. Keyed: the words come
-// from salt-api callers and from minions' peer publishes (docs/security.md, finding 14).
-void SetKwarg(wire::KeyedMap& kwargs, const std::string& name, wire::Value value) {
-  kwargs.Set(name, std::move(value));
-}
-
+// Kwargs are set as a dict assigns (the last value wins, in the first one's place) through a
+// KeyedMap: the words come from salt-api callers and from minions' peer publishes
+// (docs/security.md, finding 14).
 wire::Array WithKwargs(wire::Array out, wire::KeyedMap keyed) {
   wire::Map kwargs = std::move(keyed).Take();
   if (!kwargs.empty()) {
@@ -377,12 +374,12 @@ wire::Array ParseInputValues(const wire::Array& args,
       if (name.empty()) {
         out.push_back(arg);
       } else {
-        SetKwarg(kwargs, name, no_parse.contains(name) ? wire::Value(value) : YamlifyArg(value));
+        kwargs.Set(name, no_parse.contains(name) ? wire::Value(value) : YamlifyArg(value));
       }
     } else if (const wire::Value* flag = arg.Find("__kwarg__");
                arg.is_map() && flag && flag->is_bool() && *flag->boolean()) {
       for (const auto& [k, v] : *arg.map()) {
-        if (k.str() && *k.str() != "__kwarg__") SetKwarg(kwargs, *k.str(), v);
+        if (k.str() && *k.str() != "__kwarg__") kwargs.Set(*k.str(), v);
       }
     } else {
       out.push_back(arg);
@@ -401,7 +398,7 @@ wire::Array ParseCliArgs(const std::vector<std::string>& args,
       out.push_back(YamlifyArg(word));
       continue;
     }
-    SetKwarg(kwargs, name, no_parse.contains(name) ? wire::Value(value) : YamlifyArg(value));
+    kwargs.Set(name, no_parse.contains(name) ? wire::Value(value) : YamlifyArg(value));
   }
   return WithKwargs(std::move(out), std::move(kwargs));
 }

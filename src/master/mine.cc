@@ -6,8 +6,6 @@
 #include <algorithm>
 #include <map>
 #include <string>
-#include <string_view>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -125,8 +123,10 @@ wire::Value MineGet(MasterContext& ctx, const std::string& requester, const wire
   // The resolved ids are distinct, so an id is only ever the last one appended.
   AllowedFor allowed_for;
   wire::Map by_minion;
-  std::vector<std::pair<std::string_view, wire::Map>> by_fun;  // in order of first answer
-  std::unordered_map<std::string_view, std::size_t> fun_slot;
+  // Per function answered, in order of first answer; fun_slot[i] is funs[i]'s place in it.
+  std::vector<std::pair<std::size_t, wire::Map>> by_fun;
+  constexpr std::size_t kNoSlot = static_cast<std::size_t>(-1);
+  std::vector<std::size_t> fun_slot(funs.size(), kNoSlot);
   auto put = [](wire::Map& into, const std::string& id, const wire::Value& value) {
     // A function named twice in one minion's mine: the last entry wins, as in a dict.
     if (!into.empty() && into.back().first.str() && *into.back().first.str() == id) {
@@ -152,14 +152,17 @@ wire::Value MineGet(MasterContext& ctx, const std::string& requester, const wire
         put(by_minion, id, *value);
         continue;
       }
-      auto [slot, added] = fun_slot.try_emplace(std::string_view(*named), by_fun.size());
-      if (added) by_fun.emplace_back(std::string_view(*named), wire::Map());
-      put(by_fun[slot->second].second, id, *value);
+      std::size_t& slot = fun_slot[named - funs.begin()];
+      if (slot == kNoSlot) {
+        slot = by_fun.size();
+        by_fun.emplace_back(named - funs.begin(), wire::Map());
+      }
+      put(by_fun[slot].second, id, *value);
     }
   }
   if (!by_function) return wire::Value(std::move(by_minion));
   for (auto& [f, answers] : by_fun) {
-    out.map()->emplace_back(wire::Value(std::string(f)), wire::Value(std::move(answers)));
+    out.map()->emplace_back(wire::Value(funs[f]), wire::Value(std::move(answers)));
   }
   return out;
 }

@@ -116,10 +116,10 @@ wire::Value FileMinionData::Mine(std::string_view id) {
 Status FileMinionData::UpdateMine(std::string_view id, const wire::Value& data, bool clear) {
   if (!data.is_map()) return Error::InvalidArgument("mine data must be a map");
   std::lock_guard lock(mine_mu_);
-  const wire::Value before = clear ? wire::Value::EmptyMap() : Mine(id);
+  wire::Value before = clear ? wire::Value::EmptyMap() : Mine(id);
   // Keyed, not Value::Set per function: a `_mine` of 20,000 functions took a worker past 10 s
   // (docs/security.md, finding 14).
-  wire::KeyedMap merged(before.map() ? *before.map() : wire::Map{});
+  wire::KeyedMap merged(before.map() ? std::move(*before.map()) : wire::Map{});
   for (const auto& [k, v] : *data.map()) {
     if (const std::string* fun = k.str()) merged.Set(*fun, v);
   }

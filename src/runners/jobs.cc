@@ -4,6 +4,8 @@
 // jobs.active publishes saltutil.running, as Salt's does.
 #include <algorithm>
 #include <cstdio>
+#include <string_view>
+#include <unordered_map>
 
 #include "halite/jobs/jid.h"
 #include "halite/wire/glob.h"
@@ -45,6 +47,16 @@ const wire::Map& ResultOf(const Value& job) {
   return r && r->map() ? *r->map() : kEmpty;
 }
 
+// Each returned minion's id to its return, pointing into `returns` (no copy of the returns).
+std::unordered_map<std::string_view, const Value*> ReturnsById(const wire::Map& returns) {
+  std::unordered_map<std::string_view, const Value*> by_id;
+  by_id.reserve(returns.size());
+  for (const auto& [id, r] : returns) {
+    if (id.str()) by_id.try_emplace(*id.str(), &r);
+  }
+  return by_id;
+}
+
 Result<RunnerResult> LookupJid(RunnerEnv& env, const BoundArgs& a) {
   const std::string jid = a.Text("jid");
   const bool progress = a.Truthy("display_progress");
@@ -53,7 +65,7 @@ Result<RunnerResult> LookupJid(RunnerEnv& env, const BoundArgs& a) {
   // returns and in the answer so far with Value::Find (50 million comparisons apiece).
   wire::KeyedMap out;
   const wire::Map& returns = ResultOf(job);
-  const wire::KeyedMap returned(returns);
+  const auto returned = ReturnsById(returns);
   for (const auto& [id, r] : returns) {
     if (progress && env.progress) env.progress(*id.str());
     if (a.Truthy("returned")) {
@@ -64,7 +76,7 @@ Result<RunnerResult> LookupJid(RunnerEnv& env, const BoundArgs& a) {
   if (a.Truthy("missing")) {
     if (const Value* minions = job.Find("Minions"); minions && minions->array()) {
       for (const Value& m : *minions->array()) {
-        if (m.str() && !returned.Find(*m.str())) out.Set(*m.str(), "Minion did not return");
+        if (m.str() && !returned.contains(*m.str())) out.Set(*m.str(), "Minion did not return");
       }
     }
   }
@@ -79,13 +91,13 @@ Result<RunnerResult> LookupJid(RunnerEnv& env, const BoundArgs& a) {
 Result<RunnerResult> ExitSuccess(RunnerEnv& env, const BoundArgs& a) {
   HALITE_ASSIGN_OR_RETURN(Value job, ListJob(env, a.Text("jid"), false));
   const wire::Map& returns = ResultOf(job);
-  const wire::KeyedMap result(returns);
+  const auto result = ReturnsById(returns);
   wire::KeyedMap out;
   if (const Value* minions = job.Find("Minions"); minions && minions->array()) {
     for (const Value& m : *minions->array()) {
       if (!m.str()) continue;
-      const Value* r = result.Find(*m.str());
-      const Value* ret = r ? r->Find("return") : nullptr;
+      const auto r = result.find(*m.str());
+      const Value* ret = r != result.end() ? r->second->Find("return") : nullptr;
       out.Set(*m.str(), ret != nullptr && ret->Truthy());
     }
   }

@@ -21,14 +21,13 @@ void KeyedMap::Set(std::string_view key, Value value) {
   map_.emplace_back(Value(key), std::move(value));
 }
 
-Value* KeyedMap::Find(std::string_view key) {
+const Value* KeyedMap::Find(std::string_view key) const {
   auto it = index_.find(key);
   return it == index_.end() ? nullptr : &map_[it->second].second;
 }
 
-const Value* KeyedMap::Find(std::string_view key) const {
-  auto it = index_.find(key);
-  return it == index_.end() ? nullptr : &map_[it->second].second;
+Value* KeyedMap::Find(std::string_view key) {
+  return const_cast<Value*>(static_cast<const KeyedMap*>(this)->Find(key));
 }
 
 }  // namespace halite::wire

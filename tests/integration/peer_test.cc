@@ -82,6 +82,20 @@ class PeerTest : public ::testing::Test {
     return who.minion->Request(ctx_, *who.session, std::move(load));
   }
 
+  // pub_ret from `who` (as `id`) until target1 has returned for `jid`: the returns then, or
+  // nil (with a test failure) when it did not.
+  wire::Value ReturnsOnceTargetAnswers(SignedIn& who, const std::string& id,
+                                       const std::string& jid) {
+    wire::Value returns;
+    EXPECT_TRUE(WaitFor([&] {
+      auto r = Send(who, PubRet(id, jid));
+      if (!r.ok() || !r->Find("target1")) return false;
+      returns = *r;
+      return true;
+    })) << master_->Log();
+    return returns;
+  }
+
   TempDir tmp_;
   zmq::context_t ctx_;
   std::unique_ptr<MasterUnderTest> master_;
@@ -98,13 +112,8 @@ TEST_F(PeerTest, PublishPublishRunsWhatPeerAllowsAndOnlyItsPublisherReadsTheRetu
   const std::string* jid = pub->FindStr("jid");
   ASSERT_NE(jid, nullptr) << pub->ToJson();
   EXPECT_EQ(pub->Find("minions")->ToJson(), R"(["target1"])");
-  wire::Value returns;
-  ASSERT_TRUE(WaitFor([&] {
-    auto r = Send(asker, PubRet("asker1", *jid));
-    if (!r.ok() || !r->Find("target1")) return false;
-    returns = *r;
-    return true;
-  })) << master_->Log();
+  const wire::Value returns = ReturnsOnceTargetAnswers(asker, "asker1", *jid);
+  ASSERT_TRUE(returns.Find("target1")) << returns.ToJson();
   // get_cache_returns' shape, which publish.publish reduces to {minion: ret}.
   EXPECT_EQ(returns.ToJson(), R"({"target1": {"ret": "hello"}})");
   // The job names its requester: the pub load's id, as Salt's local client sends it.
@@ -160,13 +169,8 @@ TEST_F(PeerTest, AKwargOfManyDigitsIsPublishedNotACrash) {
   ASSERT_TRUE(pub.ok()) << pub.error().ToString();
   const std::string* jid = pub->FindStr("jid");
   ASSERT_NE(jid, nullptr) << pub->ToJson();
-  wire::Value returns;
-  ASSERT_TRUE(WaitFor([&] {
-    auto r = Send(asker, PubRet("asker4", *jid));
-    if (!r.ok() || !r->Find("target1")) return false;
-    returns = *r;
-    return true;
-  })) << master_->Log();
+  const wire::Value returns = ReturnsOnceTargetAnswers(asker, "asker4", *jid);
+  ASSERT_TRUE(returns.Find("target1")) << returns.ToJson();
   const wire::Value* ret = returns.Find("target1")->Find("ret");
   ASSERT_NE(ret, nullptr) << returns.ToJson().substr(0, 200);
   EXPECT_EQ(*ret, wire::Value(digits)) << ret->ToJson().substr(0, 80);
