@@ -131,6 +131,12 @@ std::string MasterDaemon::Impl::Metrics() {
        counters.refused_version.load());
   line("halite_requests_refused_total", id + ",reason=\"stale\"", counters.refused_stale.load());
   line("halite_requests_refused_total", id + ",reason=\"replay\"", counters.refused_replay.load());
+  help("halite_file_hashes_total", "counter",
+       "File server hashes (_file_hash): read from disk, or answered from memory.");
+  line("halite_file_hashes_total", id + ",source=\"read\"",
+       static_cast<double>(file_hashes.read()));
+  line("halite_file_hashes_total", id + ",source=\"cache\"",
+       static_cast<double>(file_hashes.from_memory()));
   help("halite_returns_refused_total", "counter",
        "Returns for a job that did not target the minion.");
   line("halite_returns_refused_total", id, counters.returns_refused.load());

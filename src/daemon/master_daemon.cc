@@ -272,6 +272,7 @@ Result<std::unique_ptr<MasterDaemon>> MasterDaemon::Create(config::MasterConfig 
   ctx.event_limits = impl->event_limits.get();
   ctx.recent_jobs = &impl->recent_jobs;
   ctx.presence = &impl->presence;
+  ctx.file_hashes = &impl->file_hashes;
   impl->MakeHealthChecker();
   ctx.storage_lost = &impl->health->storage_lost();
   ctx.leaving = &impl->leaving;

@@ -96,8 +96,10 @@ struct MasterDaemon::Impl {
   std::unique_ptr<cluster::PeerChannel> peers;
   std::unique_ptr<cluster::Membership> membership;  // cluster_backend: etcd
   // The digests of the trees this master serves, in its member record (maintenance loop).
+  // File hashes, shared by the file server's workers and the tree digests.
+  master::FileHashes file_hashes;
   std::mutex tree_digests_mu;
-  TreeDigests tree_digests;  // guarded by tree_digests_mu
+  TreeDigests tree_digests{&file_hashes};  // guarded by tree_digests_mu
   void RefreshTreeDigests();
   // cluster.leave (cluster_leave.cc): set when etcd asks this master to leave. From then on
   // /health answers 503 and minion sign-ins go unanswered (MasterContext::leaving); `left`

@@ -383,7 +383,7 @@ void DispatchAes(MasterContext& ctx, const std::string& cmd, AesRequest req) {
   if (cmd == "_return") return HandleReturn(ctx, std::move(req));
   if (cmd == "_pillar") return HandlePillar(ctx, std::move(req));
   if (cmd == "_minion_event") return HandleMinionEvent(ctx, std::move(req));
-  if (auto handled = HandleFileCommand(*ctx.config.Get(), cmd, req.load)) {
+  if (auto handled = HandleFileCommand(*ctx.config.Get(), ctx.file_hashes, cmd, req.load)) {
     req.reply(ReplyKind::kEncrypted, std::move(*handled));
     return;
   }

@@ -1,5 +1,6 @@
 #include "halite/master/fileserver.h"
 
+#include <spdlog/spdlog.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -95,10 +96,15 @@ wire::Value Stat(const std::filesystem::path& p) {
       static_cast<long long>(st.st_mtime), static_cast<long long>(st.st_ctime)});  // NOLINT
 }
 
-wire::Value HashOf(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  return wire::Value::MapOf({{"hash_type", "sha256"}, {"hsum", wire::Sha256Hex(content)}});
+// {hash_type, hsum}, or "" (a missing file's answer) when the file cannot be read.
+wire::Value HashOf(const std::filesystem::path& p, FileHashes* hashes) {
+  FileHashes unremembered(0);
+  auto hash = (hashes ? hashes : &unremembered)->Sha256(p);
+  if (!hash.ok()) {
+    spdlog::warn("file server: {}", hash.error().ToString());
+    return wire::Value("");
+  }
+  return wire::Value::MapOf({{"hash_type", "sha256"}, {"hsum", std::move(hash->sha256_hex)}});
 }
 
 enum class ListKind { kFiles, kEmptyDirs, kDirs };
@@ -139,7 +145,7 @@ wire::Value List(const config::MasterConfig& config, const std::string& env, std
 
 }  // namespace
 
-std::optional<wire::Value> HandleFileCommand(const config::MasterConfig& config,
+std::optional<wire::Value> HandleFileCommand(const config::MasterConfig& config, FileHashes* hashes,
                                              const std::string& cmd, const wire::Value& load) {
   if (cmd == "_master_opts") {
     wire::Value roots = wire::Value::EmptyMap();
@@ -189,10 +195,12 @@ std::optional<wire::Value> HandleFileCommand(const config::MasterConfig& config,
     auto rel = CleanPath(LoadStr(load, "path"), saltenv);
     std::optional<std::filesystem::path> found;
     if (rel) found = Find(config, saltenv, *rel);
-    if (cmd == "_file_hash") return found ? HashOf(*found) : wire::Value("");
+    if (cmd == "_file_hash") return found ? HashOf(*found, hashes) : wire::Value("");
     if (cmd == "_file_hash_and_stat") {
       if (!found) return wire::Value("");
-      return wire::Value(wire::Array{HashOf(*found), Stat(*found)});
+      wire::Value hash = HashOf(*found, hashes);
+      if (hash.str()) return hash;
+      return wire::Value(wire::Array{std::move(hash), Stat(*found)});
     }
     if (cmd == "_file_find") {
       if (!found) return wire::Value::MapOf({{"path", ""}, {"rel", ""}});

@@ -26,15 +26,15 @@ Status CheckBackend(const BoundArgs& a) {
 RunnerFn Listing(const char* cmd) {
   return [cmd](RunnerEnv& env, const BoundArgs& a) -> Result<RunnerResult> {
     HALITE_RETURN_IF_ERROR(CheckBackend(a));
-    auto listed =
-        master::HandleFileCommand(*env.config, cmd, Value::MapOf({{"saltenv", a.Text("saltenv")}}));
+    auto listed = master::HandleFileCommand(*env.config, nullptr, cmd,
+                                            Value::MapOf({{"saltenv", a.Text("saltenv")}}));
     return RunnerResult{listed ? std::move(*listed) : Value::EmptyArray(), ""};
   };
 }
 
 Result<RunnerResult> Envs(RunnerEnv& env, const BoundArgs& a) {
   HALITE_RETURN_IF_ERROR(CheckBackend(a));
-  auto envs = master::HandleFileCommand(*env.config, "_file_envs", Value::EmptyMap());
+  auto envs = master::HandleFileCommand(*env.config, nullptr, "_file_envs", Value::EmptyMap());
   std::vector<std::string> names;
   if (envs && envs->array()) {
     for (const auto& e : *envs->array()) {

@@ -6,6 +6,7 @@
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <openssl/evp.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -552,6 +553,63 @@ TEST_F(HostileTest, AMineOfManyFunctionsAndAMineGetOfThemAllAreAnswered) {
   ASSERT_TRUE(merged.ok()) << merged.error().ToString();
   EXPECT_EQ(merged->ToJson(),
             R"({"many.f1": {"db1": "new"}, "many.f2": {"db1": 2}, "extra": {"db1": 1}})");
+}
+
+// SHA-256 of `size` zero bytes, streamed (what a sparse file of that size holds).
+std::string Sha256OfZeros(std::size_t size) {
+  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> md(EVP_MD_CTX_new(), &EVP_MD_CTX_free);
+  EVP_DigestInit_ex(md.get(), EVP_sha256(), nullptr);
+  const std::string zeros(1 << 20, '\0');
+  for (std::size_t done = 0; done < size; done += zeros.size()) {
+    EVP_DigestUpdate(md.get(), zeros.data(), std::min(zeros.size(), size - done));
+  }
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_DigestFinal_ex(md.get(), digest, &len);
+  return wire::HexEncode(std::string_view(reinterpret_cast<const char*>(digest), len));
+}
+
+// Finding 15: `_file_hash` read the whole file into one string on every request, so any
+// minion could make the master hold as much memory as the largest file in file_roots (an
+// image or package of gigabytes) once per worker, and pay its hash again on every request.
+// The hash is now streamed, and remembered while the file is unchanged.
+TEST_F(HostileTest, HashingALargeFileInTheRootsIsStreamedAndRemembered) {
+  MasterUnderTest master(tmp_.path(), Spec());
+  const std::filesystem::path states = master.dir() / "states";
+  std::filesystem::create_directories(states);
+  constexpr std::size_t kBig = 256u << 20;
+  { std::ofstream(states / "big.iso"); }
+  std::filesystem::resize_file(states / "big.iso", kBig);  // sparse: no disk written
+  WriteFile(states / "small.txt", "one");
+  master.Start();
+  auto web = SignIn(ctx_, master, "web1");
+  auto hash = [&](const std::string& path) {
+    auto r = web.minion->Request(ctx_, web.session,
+                                 wire::Value::MapOf({{"cmd", "_file_hash"}, {"path", path}}));
+    EXPECT_TRUE(r.ok()) << r.error().ToString();
+    const std::string* hsum = r.ok() ? r->FindStr("hsum") : nullptr;
+    return hsum ? *hsum : std::string("<no hsum>");
+  };
+  const std::string expected = Sha256OfZeros(kBig);
+  const long before = StatusKib(master.pid(), "VmHWM");
+  ASSERT_GT(before, 0);
+  EXPECT_EQ(hash("big.iso"), expected);
+  EXPECT_EQ(hash("big.iso"), expected);
+  const long after = StatusKib(master.pid(), "VmHWM");
+  // The old code held the file, and more while its string grew: 256 MiB and up.
+  EXPECT_LT(after - before, 64 * 1024) << "peak RSS grew from " << before << " KiB to " << after;
+
+  // Remembered: once the file is older than the racy window (a change within the same
+  // timestamp tick could not be seen), its hash comes from memory.
+  const std::string cached = Labels("halite_file_hashes_total", "source=\"cache\"");
+  EXPECT_TRUE(WaitFor([&] { return hash("big.iso") == expected && MetricOr0(master, cached) >= 1; },
+                      20s, 200ms));
+  // A changed file is hashed again, even at the same size and within the same second.
+  EXPECT_EQ(hash("small.txt"), wire::Sha256Hex("one"));
+  WriteFile(states / "small.txt", "two");
+  EXPECT_EQ(hash("small.txt"), wire::Sha256Hex("two"));
+  std::filesystem::remove(states / "small.txt");
+  EXPECT_EQ(hash("small.txt"), "<no hsum>");
 }
 
 TEST_F(HostileTest, DeletedMinionsSessionKeyEndsAtOnce) {

@@ -7,33 +7,35 @@
 // one saltenv the first root holding a path wins, as Salt's fileserver serves it. Contents
 // count, not times: two masters that checked the same commit out at different moments agree.
 // A missing root adds nothing. Hidden files and directories (".git") are left out. A file's
-// hash is kept by (path, size, mtime, inode), so a later Compute reads only what changed.
-// Not thread-safe; blocks on disk (the maintenance loop's worker).
+// hash is remembered while the file is unchanged (master::FileHashes), so a later Compute
+// reads only what changed. Not thread-safe; blocks on disk (the maintenance loop's worker).
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
+
+#include "halite/master/file_hashes.h"
 
 namespace halite::daemon {
 
 class TreeDigests {
  public:
   using Roots = std::map<std::string, std::vector<std::string>>;  // saltenv -> dirs
+  // `hashes` (shared with the file server, thread-safe) remembers file hashes between
+  // Computes; null: a memory of this object's own.
+  explicit TreeDigests(master::FileHashes* hashes = nullptr)
+      : own_(hashes ? nullptr : std::make_unique<master::FileHashes>()),
+        hashes_(hashes ? hashes : own_.get()) {}
   // {"file_roots/<env>": digest, "pillar_roots/<env>": digest}.
   std::map<std::string, std::string> Compute(const Roots& file_roots, const Roots& pillar_roots);
 
  private:
-  struct Seen {
-    std::uint64_t size = 0;
-    std::int64_t mtime_ns = 0;
-    std::uint64_t ino = 0;
-    std::string sha256;
-  };
   std::string Digest(const std::vector<std::string>& roots);
-  std::string FileHash(const std::string& path);
-  std::map<std::string, Seen> seen_;
+  std::unique_ptr<master::FileHashes> own_;
+  master::FileHashes* hashes_;
 };
 
 }  // namespace halite::daemon

@@ -18,6 +18,7 @@
 #include "halite/keys/auth_policy.h"
 #include "halite/keys/key_store.h"
 #include "halite/master/auth_replies.h"
+#include "halite/master/file_hashes.h"
 #include "halite/master/keyring.h"
 #include "halite/master/minion_data.h"
 #include "halite/master/minion_keys.h"
@@ -127,6 +128,7 @@ struct MasterContext {
   EventRateLimiter* event_limits = nullptr;  // null: no per-minion event limit
   RecentJobs* recent_jobs = nullptr;         // null: every return reads its job
   Presence* presence = nullptr;              // null: no presence tracking
+  FileHashes* file_hashes = nullptr;         // null: every _file_hash reads its file again
   // True while the health check finds the shared folder or cachedir unusable: minion
   // requests (`_auth`, every aes request) are dropped unanswered, so minions time out and send
   // again on a new connection, which HAProxy gives to a master that can store (an answer

@@ -8,12 +8,14 @@
 #include <string>
 
 #include "halite/config/master_config.h"
+#include "halite/master/file_hashes.h"
 #include "halite/wire/msgpack.h"
 
 namespace halite::master {
 
-// nullopt when `cmd` is not a file server command.
-std::optional<wire::Value> HandleFileCommand(const config::MasterConfig& config,
+// nullopt when `cmd` is not a file server command. `hashes` remembers file hashes between
+// requests (null: each `_file_hash` reads its file again, still in bounded chunks).
+std::optional<wire::Value> HandleFileCommand(const config::MasterConfig& config, FileHashes* hashes,
                                              const std::string& cmd, const wire::Value& load);
 
 }  // namespace halite::master
