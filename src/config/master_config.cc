@@ -167,6 +167,8 @@ void ReadAll(YamlMapReader& r, MasterConfig& c) {
   r.ReadInt("max_events_per_request", c.max_events_per_request, 1, 1000000);
   r.ReadInt("minion_events_per_second", c.minion_events_per_second, 1, 1000000);
   r.ReadInt("minion_events_burst", c.minion_events_burst, 1, 10000000);
+  r.ReadInt("minion_requests_running", c.minion_requests_running, 1, 1024);
+  r.ReadInt("minion_requests_waiting", c.minion_requests_waiting, 0, 1000000);
   r.ReadInt("request_queue_max", c.request_queue_max, 1, 10000000);
   r.ReadInt("request_queue_max_bytes", c.request_queue_max_bytes, 1 << 20, std::int64_t{1} << 40);
   r.ReadInt("return_batch_max", c.return_batch_max, 1, 1000000);

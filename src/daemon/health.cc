@@ -131,6 +131,14 @@ std::string MasterDaemon::Impl::Metrics() {
        counters.refused_version.load());
   line("halite_requests_refused_total", id + ",reason=\"stale\"", counters.refused_stale.load());
   line("halite_requests_refused_total", id + ",reason=\"replay\"", counters.refused_replay.load());
+  help("halite_minion_requests_dropped_total", "counter",
+       "Requests dropped unanswered because their minion had minion_requests_waiting waiting.");
+  line("halite_minion_requests_dropped_total", id,
+       static_cast<double>(minion_slots ? minion_slots->dropped() : 0));
+  help("halite_minion_requests_waiting", "gauge",
+       "Requests waiting for their minion's share of the workers (minion_requests_running).");
+  line("halite_minion_requests_waiting", id,
+       static_cast<double>(minion_slots ? minion_slots->waiting() : 0));
   help("halite_file_hashes_total", "counter",
        "File server hashes (_file_hash): read from disk, or answered from memory.");
   line("halite_file_hashes_total", id + ",source=\"read\"",
@@ -147,8 +155,9 @@ std::string MasterDaemon::Impl::Metrics() {
   line("halite_request_queue", id, static_cast<double>(request_server->queued()));
   help("halite_request_handler_failures_total", "counter",
        "Requests whose handler failed unexpectedly (answered, process kept).");
-  line("halite_request_handler_failures_total", id,
-       static_cast<double>(request_server->handler_failures()));
+  line(
+      "halite_request_handler_failures_total", id,
+      static_cast<double>(request_server->handler_failures() + counters.handler_exceptions.load()));
   if (renderer) {
     const render::PoolStats rs = render::StatsOf(*renderer);
     help("halite_pillar_renders_total", "counter", "Pillar files rendered (top files and sls).");

@@ -273,6 +273,13 @@ Result<std::unique_ptr<MasterDaemon>> MasterDaemon::Create(config::MasterConfig 
   ctx.recent_jobs = &impl->recent_jobs;
   ctx.presence = &impl->presence;
   ctx.file_hashes = &impl->file_hashes;
+  // Requests waiting for their minion's slot count against a quarter of the queue's bytes.
+  impl->minion_slots = std::make_unique<master::MinionSlots>(
+      static_cast<std::size_t>(cfg.minion_requests_running),
+      static_cast<std::size_t>(cfg.minion_requests_waiting),
+      static_cast<std::size_t>(cfg.request_queue_max_bytes / 4),
+      [&workers = *impl->workers](std::function<void()> task) { workers.Post(std::move(task)); });
+  ctx.minion_slots = impl->minion_slots.get();
   impl->MakeHealthChecker();
   ctx.storage_lost = &impl->health->storage_lost();
   ctx.leaving = &impl->leaving;

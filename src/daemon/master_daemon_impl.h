@@ -96,6 +96,8 @@ struct MasterDaemon::Impl {
   std::unique_ptr<cluster::PeerChannel> peers;
   std::unique_ptr<cluster::Membership> membership;  // cluster_backend: etcd
   // The digests of the trees this master serves, in its member record (maintenance loop).
+  // Its tasks run on `workers`, which Stop() shuts down before either is destroyed.
+  std::unique_ptr<master::MinionSlots> minion_slots;
   // File hashes, shared by the file server's workers and the tree digests.
   master::FileHashes file_hashes;
   std::mutex tree_digests_mu;

@@ -289,7 +289,39 @@ void HandleRequest(MasterContext& ctx, std::string body, std::function<void(std:
   // Only an id its token proved counts as seen (presence.h).
   req.id_proven = id_proven && !req.id.empty();
   if (ctx.presence && req.id_proven) ctx.presence->Seen(req.id);
-  DispatchAes(ctx, command, std::move(req));
+  if (!ctx.minion_slots || !req.id_proven) {
+    DispatchAes(ctx, command, std::move(req));
+    return;
+  }
+  // One minion holds at most minion_requests_running workers (MinionSlots). A request that
+  // waits for its minion's slot runs later on another worker, outside the request server's
+  // task boundary, so it carries its own.
+  const std::string id = req.id;
+  auto answer = req.reply;
+  auto work = [&ctx, command, answer, req = std::move(req)]() mutable {
+    try {
+      DispatchAes(ctx, command, std::move(req));
+    } catch (const std::exception& e) {
+      ctx.counters->handler_exceptions++;
+      spdlog::error("request handler failed: {}", e.what());
+      answer(ReplyKind::kPlain, wire::Value("Server-side exception handling payload"));
+    } catch (...) {
+      ctx.counters->handler_exceptions++;
+      spdlog::error("request handler failed with a non-standard exception");
+      answer(ReplyKind::kPlain, wire::Value("Server-side exception handling payload"));
+    }
+  };
+  if (!ctx.minion_slots->Run(id, body.size(), std::move(work))) {
+    static LogLimiter limiter(std::chrono::seconds(10));
+    if (auto suppressed = limiter.Pass()) {
+      spdlog::warn(
+          "{} from '{}' dropped: that minion already has {} requests waiting for its share of "
+          "the workers (minion_requests_waiting){}",
+          Printable(command), id, ctx.config->minion_requests_waiting,
+          SuppressedSuffix(*suppressed));
+    }
+    answer(ReplyKind::kNone, wire::Value());
+  }
 }
 
 }  // namespace halite::master

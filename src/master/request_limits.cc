@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <memory>
 
 namespace halite::master {
 
@@ -64,6 +65,64 @@ std::size_t EventRateLimiter::Take(std::string_view id, std::size_t wanted,
       std::min<std::size_t>(wanted, static_cast<std::size_t>(std::max(0.0, b.tokens)));
   b.tokens -= static_cast<double>(granted);
   return granted;
+}
+
+bool MinionSlots::Run(const std::string& id, std::size_t bytes, std::function<void()> work) {
+  {
+    std::lock_guard lock(mu_);
+    Minion& m = minions_[id];
+    if (m.running >= running_) {
+      if (m.waiting.size() >= waiting_ || waiting_total_bytes_ + bytes > waiting_bytes_) {
+        dropped_++;
+        return false;
+      }
+      m.waiting.push_back(Waiting{bytes, std::move(work)});
+      ++waiting_count_;
+      waiting_total_bytes_ += bytes;
+      return true;
+    }
+    ++m.running;
+  }
+  RunInSlot(id, std::move(work));
+  return true;
+}
+
+void MinionSlots::RunInSlot(const std::string& id, std::function<void()> work) {
+  struct Handover {
+    MinionSlots& slots;
+    const std::string& id;
+    ~Handover() {
+      std::function<void()> next;
+      {
+        std::lock_guard lock(slots.mu_);
+        auto it = slots.minions_.find(id);
+        HALITE_CHECK(it != slots.minions_.end());
+        Minion& m = it->second;
+        if (m.waiting.empty()) {
+          if (--m.running == 0) slots.minions_.erase(it);
+          return;
+        }
+        next = std::move(m.waiting.front().work);
+        --slots.waiting_count_;
+        slots.waiting_total_bytes_ -= m.waiting.front().bytes;
+        m.waiting.pop_front();
+      }
+      // The slot passes to the next request, which joins the back of the pool's queue (or,
+      // if that cannot be done, runs here: it must not be stranded).
+      auto shared = std::make_shared<std::function<void()>>(std::move(next));
+      try {
+        slots.post_([&slots = slots, id = id, shared] { slots.RunInSlot(id, std::move(*shared)); });
+      } catch (...) {
+        slots.RunInSlot(id, std::move(*shared));
+      }
+    }
+  } handover{*this, id};
+  work();
+}
+
+std::size_t MinionSlots::waiting() const {
+  std::lock_guard lock(mu_);
+  return waiting_count_;
 }
 
 }  // namespace halite::master

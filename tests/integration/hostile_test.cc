@@ -13,6 +13,7 @@
 
 #include <fstream>
 #include <zmq.hpp>
+#include <zmq_addon.hpp>
 
 #include "halite/client/local_client.h"
 #include "halite/keys/fs.h"
@@ -610,6 +611,69 @@ TEST_F(HostileTest, HashingALargeFileInTheRootsIsStreamedAndRemembered) {
   EXPECT_EQ(hash("small.txt"), wire::Sha256Hex("two"));
   std::filesystem::remove(states / "small.txt");
   EXPECT_EQ(hash("small.txt"), "<no hsum>");
+}
+
+// One minion's slow requests, pipelined, held every worker: a minion that sent 40 `_mine_get`s
+// whose target costs the whole CPU allowance of a resolution (1 s each) queued every other
+// minion's requests behind 40 s of work, so their minions timed out (finding 16). Now it holds
+// minion_requests_running workers (2); its next requests wait in its own queue
+// (minion_requests_waiting, 4 here), and the rest are dropped unanswered and counted.
+TEST_F(HostileTest, OneMinionsPipelinedSlowRequestsHoldOnlyItsShareOfTheWorkers) {
+  MasterUnderTest master(tmp_.path(), Spec(true, "minion_requests_waiting: 4\n"));
+  master.Start();
+  auto evil = SignIn(ctx_, master, "evil");
+  auto web = SignIn(ctx_, master, "web1");
+  // Its own grains in the data cache give the costly target something to chew on.
+  auto pillar = evil.minion->Pillar(
+      ctx_, evil.session, wire::Value::MapOf({{"blob", "y" + std::string(36, 'a') + "x"}}));
+  ASSERT_TRUE(pillar.ok()) << pillar.error().ToString();
+  ASSERT_TRUE(evil.minion
+                  ->Request(ctx_, evil.session,
+                            wire::Value::MapOf({{"cmd", "_mine"},
+                                                {"data", wire::Value::MapOf({{"who", "evil"}})}}))
+                  .ok());
+  std::string costly = "P@blob:.*.*.*.*.*xy";
+  for (int i = 1; i < 4900; ++i) costly += " or P@blob:.*.*.*.*.*xy";
+
+  // 40 requests at once on one DEALER connection, as a minion that does not wait would send.
+  constexpr int kPipelined = 40;
+  zmq::socket_t dealer(ctx_, zmq::socket_type::dealer);
+  dealer.set(zmq::sockopt::linger, 0);
+  dealer.connect(RetEndpoint(master));
+  for (int i = 0; i < kPipelined; ++i) {
+    auto body = evil.minion->Envelope(
+        evil.session,
+        wire::Value::MapOf(
+            {{"cmd", "_mine_get"}, {"tgt", costly}, {"tgt_type", "compound"}, {"fun", "who"}}),
+        wire::RandomNonce());
+    ASSERT_TRUE(body.ok()) << body.error().ToString();
+    dealer.send(zmq::message_t(), zmq::send_flags::sndmore);
+    dealer.send(zmq::buffer(*body), zmq::send_flags::none);
+  }
+  // Once every worker (5) has one of them (the `_mine` above counted one), another minion is
+  // served while they run: RawMinion waits 10 s, and the old master answered it after the
+  // 40 s of work queued ahead.
+  const std::string mine_requests = Labels("halite_requests_total", "cmd=\"_mine\"");
+  ASSERT_TRUE(WaitFor([&] { return MetricOr0(master, mine_requests) >= 1 + 5; }, 20s));
+  auto opts = web.minion->Request(ctx_, web.session, wire::Value::MapOf({{"cmd", "_master_opts"}}));
+  EXPECT_TRUE(opts.ok()) << opts.error().ToString();
+  const std::string dropped = Labels("halite_minion_requests_dropped_total");
+  EXPECT_GE(MetricOr0(master, dropped), 20);
+
+  // What ran or waited is answered (nothing waiting is stranded); the rest were dropped.
+  int answered = 0;
+  const auto deadline = std::chrono::steady_clock::now() + 60s;
+  while (answered + MetricOr0(master, dropped) < kPipelined &&
+         std::chrono::steady_clock::now() < deadline) {
+    zmq::pollitem_t item{dealer.handle(), 0, ZMQ_POLLIN, 0};
+    if (zmq::poll(&item, 1, 500ms) <= 0) continue;
+    std::vector<zmq::message_t> frames;
+    ASSERT_TRUE(zmq::recv_multipart(dealer, std::back_inserter(frames)).has_value());
+    ++answered;
+  }
+  EXPECT_GE(answered, 2 + 4);
+  EXPECT_EQ(answered + MetricOr0(master, dropped), kPipelined);
+  EXPECT_EQ(MetricOr0(master, Labels("halite_minion_requests_waiting")), 0);
 }
 
 TEST_F(HostileTest, DeletedMinionsSessionKeyEndsAtOnce) {

@@ -78,9 +78,9 @@ Result<AuthResult> RawMinion::ReadAuthReply(
   return result;
 }
 
-Result<wire::Value> RawMinion::Request(zmq::context_t& ctx, const wire::Crypticle& session,
-                                       wire::Value load, const RequestTweaks& tweaks) {
-  const std::string nonce = wire::RandomNonce();
+Result<std::string> RawMinion::Envelope(const wire::Crypticle& session, wire::Value load,
+                                        const std::string& nonce,
+                                        const RequestTweaks& tweaks) const {
   std::string tok;
   if (tweaks.tok) {
     tok = *tweaks.tok;
@@ -99,7 +99,14 @@ Result<wire::Value> RawMinion::Request(zmq::context_t& ctx, const wire::Crypticl
                                              {"id", tweaks.envelope_id.value_or(id_)},
                                              {"enc_algo", "OAEP-SHA1"},
                                              {"sig_algo", "PKCS1v15-SHA1"}});
-  auto reply = RequestOnce(ctx, endpoint_, wire::Pack(envelope));
+  return wire::Pack(envelope);
+}
+
+Result<wire::Value> RawMinion::Request(zmq::context_t& ctx, const wire::Crypticle& session,
+                                       wire::Value load, const RequestTweaks& tweaks) {
+  const std::string nonce = wire::RandomNonce();
+  HALITE_ASSIGN_OR_RETURN(std::string body, Envelope(session, std::move(load), nonce, tweaks));
+  auto reply = RequestOnce(ctx, endpoint_, body);
   if (!reply) return Error::DeadlineExceeded("no reply");
   HALITE_ASSIGN_OR_RETURN(wire::Value frame, wire::Unpack(*reply));
   const std::string* ct = frame.str();

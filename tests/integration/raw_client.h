@@ -44,6 +44,10 @@ class RawMinion {
   // v3 `_auth`; verifies the reply signature with `master_pub` when given.
   Result<AuthResult> Auth(zmq::context_t& ctx, const std::optional<wire::RsaPublicKey>& master_pub,
                           int version = 3);
+  // The packed v3 aes request for `load` (cmd etc.) under `nonce`, signed with a tok: what
+  // Request sends.
+  Result<std::string> Envelope(const wire::Crypticle& session, wire::Value load,
+                               const std::string& nonce, const RequestTweaks& tweaks = {}) const;
   // A v3 aes request with `load` (cmd etc.); returns the decrypted reply.
   Result<wire::Value> Request(zmq::context_t& ctx, const wire::Crypticle& session, wire::Value load,
                               const RequestTweaks& tweaks = {});

@@ -178,6 +178,12 @@ struct MasterConfig {
   int max_events_per_request = 1000;
   int minion_events_per_second = 100;
   int minion_events_burst = 2000;
+  // One minion's share of the workers: at most this many of its requests are handled at once;
+  // the others wait in its own queue (at most minion_requests_waiting; beyond that a request is
+  // dropped unanswered and counted in halite_minion_requests_dropped_total), so a minion that
+  // pipelines slow requests cannot hold every worker and queue the others behind its own.
+  int minion_requests_running = 2;
+  int minion_requests_waiting = 128;
   // Requests waiting for a worker: beyond either bound, a new request is dropped unanswered
   // (its minion retries) and counted (halite_requests_shed_total).
   int request_queue_max = 20000;

@@ -1,4 +1,5 @@
-// Per-minion limits on what authenticated minions may send: replays and event floods.
+// Per-minion limits on what authenticated minions may send: replays, event floods, and their
+// share of the worker pool.
 //
 // ReplayGuard: replay protection for encrypted requests (docs/security.md, "Replays"): remembers
 // the nonces of recent requests per minion, so a request captured on the wire cannot be played
@@ -12,9 +13,11 @@
 // Thread-safe.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -73,6 +76,55 @@ class EventRateLimiter {
   std::mutex mu_;
   std::unordered_map<std::string, Bucket> buckets_ HALITE_GUARDED_BY(mu_);
   std::chrono::steady_clock::time_point last_sweep_ HALITE_GUARDED_BY(mu_);
+};
+
+// Per-minion shares of the worker pool. At most `running` requests of one minion are handled
+// at once; its others wait in that minion's own queue (at most `waiting` each, and
+// `waiting_bytes` of request bodies for all minions together) and are handed to the pool,
+// behind whatever already waits there, as its earlier ones finish. A request that finds its
+// minion's queue full is dropped unanswered (its minion times out and resends) and counted.
+// So one minion, however many requests it pipelines, holds at most `running` workers, and the
+// others' requests do not queue behind its own. Ids are those a tok proved. Thread-safe.
+class MinionSlots {
+ public:
+  using Post = std::function<void(std::function<void()>)>;
+  MinionSlots(std::size_t running, std::size_t waiting, std::size_t waiting_bytes, Post post)
+      : running_(running),
+        waiting_(waiting),
+        waiting_bytes_(waiting_bytes),
+        post_(std::move(post)) {
+    HALITE_CHECK(running_ > 0);
+  }
+
+  // Runs `work` on this thread now, or queues it for `id` (`bytes`: its request's size). False
+  // when it was dropped: `work` was not run and will not be.
+  bool Run(const std::string& id, std::size_t bytes, std::function<void()> work);
+
+  std::uint64_t dropped() const { return dropped_.load(); }
+  std::size_t waiting() const;  // requests waiting now, all minions
+
+ private:
+  struct Waiting {
+    std::size_t bytes;
+    std::function<void()> work;
+  };
+  struct Minion {
+    std::size_t running = 0;
+    std::deque<Waiting> waiting;
+  };
+  // Runs `work` in a slot of `id` that the caller holds, then hands the slot to the minion's
+  // next waiting request (posted) or gives it back, even if `work` throws.
+  void RunInSlot(const std::string& id, std::function<void()> work);
+
+  const std::size_t running_;
+  const std::size_t waiting_;
+  const std::size_t waiting_bytes_;
+  const Post post_;
+  mutable std::mutex mu_;
+  std::unordered_map<std::string, Minion> minions_ HALITE_GUARDED_BY(mu_);
+  std::size_t waiting_count_ HALITE_GUARDED_BY(mu_) = 0;
+  std::size_t waiting_total_bytes_ HALITE_GUARDED_BY(mu_) = 0;
+  std::atomic<std::uint64_t> dropped_{0};
 };
 
 }  // namespace halite::master
