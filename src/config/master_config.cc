@@ -71,6 +71,7 @@ void ReadAll(YamlMapReader& r, MasterConfig& c) {
   r.ReadBool("permissive_pki_access", c.permissive_pki_access);
   r.ReadInt("keysize", c.keysize, internal::kMinKeysize, internal::kMaxKeysize);
   r.ReadInt("max_minions", c.max_minions, 0, kMaxInt);
+  r.ReadInt("max_pending_keys", c.max_pending_keys, 0, kMaxInt);
   r.ReadBool("auth_events", c.auth_events);
   r.ReadBool("minion_data_cache", c.minion_data_cache);
   r.ReadString("cache", c.cache);

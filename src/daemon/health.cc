@@ -63,6 +63,7 @@ std::string MasterDaemon::Impl::Metrics() {
   line("halite_auth_total", id + ",result=\"error\"", counters.auth_errors.load());
   line("halite_auth_total", id + ",result=\"shed\"", counters.auth_shed.load());
   line("halite_auth_total", id + ",result=\"repeat\"", counters.auth_repeated.load());
+  line("halite_auth_total", id + ",result=\"full\"", counters.auth_full.load());
   help("halite_storage_shed_total", "counter",
        "Minion requests left unanswered while the shared folder or cachedir was lost.");
   line("halite_storage_shed_total", id, counters.storage_shed.load());

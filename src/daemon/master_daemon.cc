@@ -82,6 +82,7 @@ Result<keys::AuthPolicyOptions> AuthPolicyFrom(const config::MasterConfig& cfg) 
   policy.auto_accept = cfg.auto_accept;
   policy.open_mode = cfg.open_mode;
   policy.autosign_timeout = cfg.autosign_timeout;
+  policy.max_pending_keys = static_cast<std::size_t>(cfg.max_pending_keys);
   if (!cfg.autosign_file.empty()) {
     HALITE_ASSIGN_OR_RETURN(policy.autosign_patterns,
                             keys::LoadPatternFile(cfg.autosign_file, cfg.permissive_pki_access));
@@ -280,6 +281,7 @@ Result<std::unique_ptr<MasterDaemon>> MasterDaemon::Create(config::MasterConfig 
       static_cast<std::size_t>(cfg.request_queue_max_bytes / 4),
       [&workers = *impl->workers](std::function<void()> task) { workers.Post(std::move(task)); });
   ctx.minion_slots = impl->minion_slots.get();
+  ctx.new_keys = &impl->new_keys;
   impl->MakeHealthChecker();
   ctx.storage_lost = &impl->health->storage_lost();
   ctx.leaving = &impl->leaving;

@@ -98,6 +98,7 @@ struct MasterDaemon::Impl {
   // The digests of the trees this master serves, in its member record (maintenance loop).
   // Its tasks run on `workers`, which Stop() shuts down before either is destroyed.
   std::unique_ptr<master::MinionSlots> minion_slots;
+  keys::NewKeyLimit new_keys;  // max_pending_keys
   // File hashes, shared by the file server's workers and the tree digests.
   master::FileHashes file_hashes;
   std::mutex tree_digests_mu;

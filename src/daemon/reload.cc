@@ -33,6 +33,7 @@ const std::map<std::string, LiveKey, std::less<>>& Table() {
       {"autosign_file", {Effect::kAuth, HALITE_TAKE(autosign_file)}},
       {"autoreject_file", {Effect::kAuth, HALITE_TAKE(autoreject_file)}},
       {"autosign_timeout", {Effect::kAuth, HALITE_TAKE(autosign_timeout)}},
+      {"max_pending_keys", {Effect::kAuth, HALITE_TAKE(max_pending_keys)}},
       {"permissive_pki_access", {Effect::kAuth, HALITE_TAKE(permissive_pki_access)}},
       // Read per request.
       {"auth_events", {Effect::kNone, HALITE_TAKE(auth_events)}},

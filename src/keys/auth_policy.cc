@@ -150,9 +150,23 @@ bool MatchesPattern(std::string_view id, const std::vector<std::string>& pattern
   return false;
 }
 
+Result<bool> NewKeyLimit::TryAdd(KeyStore& store, KeyState state, std::size_t max) {
+  if (max == 0) return true;
+  std::lock_guard lock(mu_);
+  Count& count = state == KeyState::kRejected ? rejected_ : pending_;
+  const auto now = std::chrono::steady_clock::now();
+  if (!count.known || now - count.listed >= refresh_) {
+    HALITE_ASSIGN_OR_RETURN(std::vector<std::string> ids, store.List(state));
+    count = Count{true, ids.size(), now};
+  }
+  if (count.keys >= max) return false;
+  ++count.keys;
+  return true;
+}
+
 Result<AuthDecision> DecideAuth(KeyStore& store, const AuthPolicyOptions& options,
                                 std::string_view id, std::string_view pub,
-                                const PublicKeyParser& parser) {
+                                const PublicKeyParser& parser, NewKeyLimit* limit) {
   const PublicKeyParser parse =
       parser ? parser : [](std::string_view pem) { return wire::RsaPublicKey::FromPem(pem); };
   if (!ValidMinionId(id)) return Decision(AuthVerdict::kRejected, "", "invalid minion id");
@@ -210,12 +224,30 @@ Result<AuthDecision> DecideAuth(KeyStore& store, const AuthPolicyOptions& option
       return Decision(AuthVerdict::kRejected, "", "the pending key path is a directory");
     }
     if (auto refused = refuse_unusable()) return *refused;
+    // A new id: its key file is one more that a stranger could have made us write.
+    auto room = [&](KeyState state) -> Result<bool> {
+      if (!limit) return true;
+      return limit->TryAdd(store, state, options.max_pending_keys);
+    };
+    auto full = [&](KeyState state) {
+      AuthDecision d = Decision(AuthVerdict::kPending, "",
+                                std::string(KeyStateDir(state)) + " holds max_pending_keys (" +
+                                    std::to_string(options.max_pending_keys) +
+                                    ") keys; the new key was not recorded");
+      d.result = false;  // answered "full", not pending
+      d.full = true;
+      return d;
+    };
     if (auto_reject) {
+      HALITE_ASSIGN_OR_RETURN(const bool has_room, room(KeyState::kRejected));
+      if (!has_room) return full(KeyState::kRejected);
       HALITE_RETURN_IF_ERROR(store.Write(KeyState::kRejected, id, pub));
       return Decision(AuthVerdict::kRejected, "reject", "new key rejected by autoreject_file");
     }
     HALITE_ASSIGN_OR_RETURN(const bool sign, auto_sign());
     if (!sign) {
+      HALITE_ASSIGN_OR_RETURN(const bool has_room, room(KeyState::kPending));
+      if (!has_room) return full(KeyState::kPending);
       HALITE_RETURN_IF_ERROR(store.Write(KeyState::kPending, id, pub));
       return Decision(AuthVerdict::kPending, "pend", "new key placed in pending");
     }

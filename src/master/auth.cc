@@ -6,6 +6,7 @@
 
 #include <mutex>
 
+#include "halite/common/logging.h"
 #include "halite/keys/auth_policy.h"
 #include "halite/master/auth_replies.h"
 #include "halite/master/handlers.h"
@@ -160,14 +161,28 @@ void HandleAuth(MasterContext& ctx, const wire::Value& load, int version,
   static const keys::AuthPolicyOptions kNoAutoAccept;
   const auto policy = ctx.auth_policy.Get();
   // The key is parsed at most once per sign-in, and not at all for one already cached.
-  auto decision =
-      keys::DecideAuth(*ctx.key_store, policy ? *policy : kNoAutoAccept, *id, *pub,
-                       [&](std::string_view pem) { return ctx.minion_keys->Parse(*id, pem); });
+  auto decision = keys::DecideAuth(
+      *ctx.key_store, policy ? *policy : kNoAutoAccept, *id, *pub,
+      [&](std::string_view pem) { return ctx.minion_keys->Parse(*id, pem); }, ctx.new_keys);
   if (!decision.ok()) {
     // A storage problem is ours, not the minion's: "full" makes it retry later instead of
     // exiting as it would on ret: False.
     ctx.counters->auth_errors++;
     spdlog::error("auth of {}: key store error: {}", *id, decision.error().ToString());
+    send_signed(RetMap("full", nonce));
+    return;
+  }
+  if (decision->full) {
+    // Strangers can send new ids without end: past max_pending_keys none is recorded, and
+    // the minion is told "full" (it retries, as for max_minions).
+    ctx.counters->auth_full++;
+    static LogLimiter limiter(std::chrono::seconds(10));
+    if (auto suppressed = limiter.Pass()) {
+      spdlog::warn(
+          "auth of {}: {}; answered \"full\" (accept or delete pending keys with "
+          "halite-key){}",
+          *id, decision->reason, SuppressedSuffix(*suppressed));
+    }
     send_signed(RetMap("full", nonce));
     return;
   }

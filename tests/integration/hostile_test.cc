@@ -711,6 +711,39 @@ TEST_F(HostileTest, MaxMinionsAnswersFullToNewMinions) {
   EXPECT_TRUE(again->session.has_value());
 }
 
+// Finding 17: every `_auth` with a new id wrote a key file to minions_pre, so a stranger on
+// 4506 could fill the pki dir (the shared folder of a cluster) and bury the real minions in
+// `halite-key -L`: one key, sent under endless ids. Past max_pending_keys (5 here) a new id is
+// answered "full" and nothing is written; a pending minion that retries is still pending.
+TEST_F(HostileTest, AStrangersEndlessNewIdsFillMinionsPreOnlyToMaxPendingKeys) {
+  MasterUnderTest master(tmp_.path(), Spec(false, "max_pending_keys: 5\n"));
+  master.Start();
+  const wire::RsaPrivateKey key = NewKey();
+  std::vector<std::string> answers;
+  for (int i = 0; i < 20; ++i) {
+    RawMinion stranger("squat" + std::to_string(i), key, RetEndpoint(master));
+    auto auth = stranger.Auth(ctx_, MasterPub(master));
+    ASSERT_TRUE(auth.ok()) << auth.error().ToString();
+    const wire::Value* ret = auth->inner.Find("ret");
+    answers.push_back(ret ? ret->ToJson() : "<none>");
+  }
+  std::size_t pending = 0;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(master.dir() / "pki" / "minions_pre")) {
+    pending += entry.is_regular_file() ? 1 : 0;
+  }
+  EXPECT_EQ(pending, 5u);
+  EXPECT_EQ(std::count(answers.begin(), answers.end(), "true"), 5)
+      << ::testing::PrintToString(answers);
+  EXPECT_EQ(std::count(answers.begin(), answers.end(), "\"full\""), 15);
+  EXPECT_EQ(MetricOr0(master, Labels("halite_auth_total", "result=\"full\"")), 15);
+  // A minion already pending is answered as pending again.
+  RawMinion first("squat0", key, RetEndpoint(master));
+  auto again = first.Auth(ctx_, MasterPub(master));
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->inner.Find("ret")->ToJson(), "true");
+}
+
 // Minion event floods: per request and per minion.
 TEST_F(HostileTest, EventFloodsAreCappedAndCounted) {
   MasterUnderTest master(tmp_.path(),

@@ -410,5 +410,43 @@ TEST_F(AuthPolicyTest, EveryParseGoesThroughTheGivenParser) {
   EXPECT_EQ(File("minions", "db1"), "<missing>");
 }
 
+// max_pending_keys: strangers can send new ids without end, and each was a new file.
+TEST_F(AuthPolicyTest, NewIdsPastMaxPendingKeysAreAnsweredFullAndNotRecorded) {
+  options_.max_pending_keys = 2;
+  NewKeyLimit limit(std::chrono::hours(1));  // listed once: later keys are counted up
+  auto decide = [&](std::string_view id, std::string_view pub) {
+    auto d = DecideAuth(*store_, options_, id, pub, {}, &limit);
+    EXPECT_TRUE(d.ok()) << d.error().ToString();
+    return d.ok() ? *d : AuthDecision{};
+  };
+  PutKey("minions_pre", "old1", pub_);  // one there already, from before the start
+  EXPECT_EQ(decide("new1", pub_).verdict, AuthVerdict::kPending);
+  EXPECT_FALSE(decide("new1", pub_).full);  // an id already pending is not a new file
+  const AuthDecision third = decide("new2", pub_);
+  EXPECT_TRUE(third.full);
+  EXPECT_FALSE(third.result);
+  EXPECT_EQ(File("minions_pre", "new2"), "<missing>");
+  EXPECT_EQ(AllFiles(), (std::vector<std::string>{"minions_pre/new1", "minions_pre/old1"}));
+  // Accepted and auto-signed ids are not pending keys.
+  options_.autosign_patterns = {"auto*"};
+  EXPECT_EQ(decide("auto1", pub_).verdict, AuthVerdict::kAccepted);
+  // autoreject_file writes minions_rejected: bounded the same way, counted on its own.
+  options_.autoreject_patterns = {"bad*"};
+  EXPECT_EQ(decide("bad1", pub_).verdict, AuthVerdict::kRejected);
+  EXPECT_EQ(decide("bad2", pub_).verdict, AuthVerdict::kRejected);
+  EXPECT_TRUE(decide("bad3", pub_).full);
+  EXPECT_EQ(File("minions_rejected", "bad3"), "<missing>");
+  // Room again once the operator clears minions_pre (seen at the next listing).
+  NewKeyLimit relisting(std::chrono::seconds(0));
+  ASSERT_TRUE(store_->Remove(KeyState::kPending, "old1").ok());
+  auto again = DecideAuth(*store_, options_, "new2", pub_, {}, &relisting);
+  ASSERT_TRUE(again.ok());
+  EXPECT_FALSE(again->full);
+  EXPECT_EQ(File("minions_pre", "new2"), pub_);
+  // 0: no limit.
+  options_.max_pending_keys = 0;
+  EXPECT_FALSE(decide("new3", pub_).full);
+}
+
 }  // namespace
 }  // namespace halite::keys

@@ -52,7 +52,11 @@ struct MasterConfig {
   std::string autoreject_file;  // empty: none
   std::chrono::minutes autosign_timeout{120};
   bool permissive_pki_access = false;
-  int keysize = 2048;   // 1024..16384 bits; below 2048 warns
+  int keysize = 2048;  // 1024..16384 bits; below 2048 warns
+  // A new id's key is recorded (minions_pre, or minions_rejected by autoreject_file) only
+  // while that directory holds fewer keys than this; past it the minion is answered "full".
+  // Strangers can send new ids without end. 0: no limit (Salt has none).
+  int max_pending_keys = 50000;
   int max_minions = 0;  // 0: no limit; else a new minion beyond this many accepted keys is "full"
   bool auth_events = true;
   bool minion_data_cache = true;

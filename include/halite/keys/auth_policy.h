@@ -9,6 +9,7 @@
 #include <chrono>
 #include <filesystem>
 #include <functional>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -28,6 +29,33 @@ struct AuthPolicyOptions {
   std::vector<std::string> autoreject_patterns;
   // Age after which minions_autosign/<id> stubs expire; <= 0 never expires them.
   std::chrono::minutes autosign_timeout{120};
+  // max_pending_keys: a new id's key is written to minions_pre (or, by autoreject_file, to
+  // minions_rejected) only while that directory holds fewer keys than this; 0: no limit.
+  std::size_t max_pending_keys = 0;
+};
+
+// What bounds the key files strangers can make the master write: every new id on 4506 is a new
+// file, so without a bound a stranger fills minions_pre (a shared folder in a cluster) and
+// buries the real minions in `halite-key -L`. A directory is listed at most once per
+// `refresh`, and counted up between listings, so a flood of new ids costs one listing a
+// second, not one per sign-in. Thread-safe; several masters on one pki dir each keep a count.
+class NewKeyLimit {
+ public:
+  explicit NewKeyLimit(std::chrono::steady_clock::duration refresh = std::chrono::seconds(1))
+      : refresh_(refresh) {}
+  // True (and the key counted) when `state`'s directory (kPending or kRejected) holds fewer
+  // than `max` keys; always true for max 0. Errors are the store's.
+  Result<bool> TryAdd(KeyStore& store, KeyState state, std::size_t max);
+
+ private:
+  struct Count {
+    bool known = false;
+    std::size_t keys = 0;
+    std::chrono::steady_clock::time_point listed;
+  };
+  const std::chrono::steady_clock::duration refresh_;
+  std::mutex mu_;
+  Count pending_, rejected_;  // guarded by mu_
 };
 
 // Reads an autosign/autoreject file: one pattern per line, surrounding whitespace stripped,
@@ -60,6 +88,9 @@ struct AuthDecision {
   std::string act;
   // Why, in words, for the log.
   std::string reason;
+  // A new id's key was not written because its directory holds max_pending_keys keys: the
+  // minion is answered "full" (it retries), as for max_minions.
+  bool full = false;
 };
 
 // Decides the `_auth` request of minion `id` that sent public key text `pub`.
@@ -80,8 +111,9 @@ struct AuthDecision {
 // passes its parsed-key cache, so that a sign-in parses its key at most once. It is called
 // only with `pub` or the accepted key's text, and must be thread-safe.
 using PublicKeyParser = std::function<Result<wire::RsaPublicKey>(std::string_view pem)>;
+// `limit` applies options.max_pending_keys (null: no limit).
 Result<AuthDecision> DecideAuth(KeyStore& store, const AuthPolicyOptions& options,
                                 std::string_view id, std::string_view pub,
-                                const PublicKeyParser& parse = {});
+                                const PublicKeyParser& parse = {}, NewKeyLimit* limit = nullptr);
 
 }  // namespace halite::keys
