@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <string>
 
+#include "hostile_yaml.h"
+
 namespace halite::config {
 namespace {
 
@@ -62,12 +64,8 @@ TEST(YamlTest, AnAliasInsideItsOwnAnchorIsAnError) {
 // Nine levels of ten aliases (about 500 bytes) are 10^9 nodes to a walk: it took over 2 GB
 // and 45 s in api_body_fuzz before the first byte of a reply.
 TEST(YamlTest, AliasesThatExpandPastTheBudgetAreAnError) {
-  std::string text = "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n";
-  for (int i = 1; i < 9; ++i) {
-    text += "a" + std::to_string(i) + ": &a" + std::to_string(i) + " [";
-    for (int j = 0; j < 10; ++j) text += (j ? ", *a" : "*a") + std::to_string(i - 1);
-    text += "]\n";
-  }
+  const std::string text = halite::testing::AliasBombYaml();
+  ASSERT_EQ(text.rfind("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n", 0), 0u);
   ASSERT_LT(text.size(), 600u);
   const auto start = std::chrono::steady_clock::now();
   Result<YAML::Node> node = ParseYaml(text);

@@ -10,6 +10,7 @@
 #include "halite/client/local_client.h"
 #include "halite/keys/fs.h"
 #include "harness.h"
+#include "hostile_yaml.h"
 #include "http_client.h"
 
 namespace halite::testing {
@@ -565,12 +566,7 @@ TEST_F(ApiTest, YamlAliasesBeforeLoginAreRefusedInTime) {
   // A stranger's YAML body to /login: "&a [*a, *a]" (a list that holds itself) and nine
   // levels of ten aliases (10^9 nodes from 511 bytes) each held a worker until it ran out of
   // memory or time, before any login. Both are now refused as the bad YAML they are.
-  std::string laughs = "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n";
-  for (int i = 1; i < 9; ++i) {
-    laughs += "a" + std::to_string(i) + ": &a" + std::to_string(i) + " [";
-    for (int j = 0; j < 10; ++j) laughs += (j ? ", *a" : "*a") + std::to_string(i - 1);
-    laughs += "]\n";
-  }
+  const std::string laughs = AliasBombYaml();
   const Headers as_yaml{{"Content-Type", "application/x-yaml"}};
   for (const std::string& body : {std::string("&a [*a, *a]"), laughs}) {
     auto hostile = HttpCall(servers_->ip, kApiPort, "POST", "/login", as_yaml, body, 20s);
