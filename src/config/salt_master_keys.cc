@@ -171,8 +171,6 @@ constexpr SaltMasterKey kSaltMasterKeys[] = {
      "no master_tops: the top file decides"},
     {"master_use_pubkey_signature", SaltKeySupport::kNotSupported, "false",
      "the master's public key is not signed with a signing key"},
-    {"max_event_size", SaltKeySupport::kIgnored, "",
-     "an internal detail of salt-master with no counterpart"},
     {"max_open_files", SaltKeySupport::kIgnored, "",
      "halite-master raises its open-file limit to the hard limit (LimitNOFILE= under systemd)"},
     {"memcache_", SaltKeySupport::kIgnored, "", "an internal cache of salt-master"},

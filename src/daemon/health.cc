@@ -122,6 +122,8 @@ std::string MasterDaemon::Impl::Metrics() {
   help("halite_minion_events_rejected_total", "counter", "Minion events refused, by reason.");
   line("halite_minion_events_rejected_total", id + ",reason=\"tag\"",
        counters.events_rejected.load());
+  line("halite_minion_events_rejected_total", id + ",reason=\"size\"",
+       counters.events_too_large.load());
   line("halite_minion_events_rejected_total", id + ",reason=\"rate\"",
        counters.events_rate_limited.load());
   help("halite_requests_refused_total", "counter",

@@ -50,6 +50,7 @@ const std::map<std::string, LiveKey, std::less<>>& Table() {
       {"auth_queue_timeout_ms", {Effect::kNone, HALITE_TAKE(auth_queue_timeout_ms)}},
       {"auth_reply_cache_wait_ms", {Effect::kNone, HALITE_TAKE(auth_reply_cache_wait_ms)}},
       {"max_events_per_request", {Effect::kNone, HALITE_TAKE(max_events_per_request)}},
+      {"max_event_size", {Effect::kNone, HALITE_TAKE(max_event_size)}},
       {"file_roots", {Effect::kNone, HALITE_TAKE(file_roots)}},
       // Both spellings set keep_jobs_seconds (keep_jobs is hours, used when the other is unset).
       {"keep_jobs", {Effect::kNone, HALITE_TAKE(keep_jobs_seconds)}},

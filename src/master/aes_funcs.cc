@@ -294,6 +294,16 @@ bool FireFromMinion(MasterContext& ctx, const std::string& id, const std::string
                  wire::ValidEventTag(tag) ? tag : "(malformed tag)", id);
     return false;
   }
+  // Salt's max_event_size: large values become "VALUE_TRIMMED"; what is still too large is
+  // not fired (every subscriber and every peer would get it).
+  const auto max_size = static_cast<std::size_t>(ctx.config->max_event_size);
+  if (wire::TrimEventData(data, max_size) == wire::EventTrim::kTooLarge) {
+    ctx.counters->events_too_large++;
+    spdlog::warn(
+        "dropped event '{}' from minion '{}': over max_event_size ({} bytes) after trimming", tag,
+        id, max_size);
+    return false;
+  }
   if (pretag && !pretag->empty()) {
     std::string full = *pretag + "/" + tag;
     if (EventTagAllowedFromMinion(full) && TagNamesOnlyItsSender(full, id)) {

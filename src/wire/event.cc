@@ -58,4 +58,28 @@ void AddStamp(Value& data, std::chrono::system_clock::time_point t) {
   data.Set("_stamp", IsoStamp(t));
 }
 
+namespace {
+
+void TrimValuesOver(Value& map, std::size_t threshold) {
+  for (auto& [key, value] : *map.map()) {
+    if (value.is_map()) {
+      TrimValuesOver(value, threshold);
+    } else if (Pack(value).size() > threshold) {
+      value = Value(kValueTrimmed);
+    }
+  }
+}
+
+}  // namespace
+
+EventTrim TrimEventData(Value& data, std::size_t max_bytes) {
+  if (Pack(data).size() <= max_bytes) return EventTrim::kFits;
+  if (!data.is_map()) return EventTrim::kTooLarge;
+  for (int percent = 50; percent > 0; percent -= 10) {
+    TrimValuesOver(data, max_bytes * static_cast<std::size_t>(percent) / 100);
+    if (Pack(data).size() < max_bytes) return EventTrim::kTrimmed;
+  }
+  return EventTrim::kTooLarge;
+}
+
 }  // namespace halite::wire

@@ -771,6 +771,73 @@ TEST_F(HostileTest, EventFloodsAreCappedAndCounted) {
   EXPECT_LE(dropped, 85);
 }
 
+// Finding 18: a minion's event went onto the bus at any size up to max_request_bytes (100 MiB),
+// to every subscriber and every peer; Salt trims event data to max_event_size (1 MiB). A
+// subscriber that stops reading (a CLI whose output is paused) leaves the master holding every
+// event for it, so 80 events of 5 MiB held 400 MiB. Now large values become "VALUE_TRIMMED"
+// as in Salt, and an event still over is dropped.
+TEST_F(HostileTest, LargeMinionEventsAreTrimmedAsSaltTrimsThem) {
+  MasterUnderTest master(tmp_.path(), Spec(true, "minion_events_burst: 100\n"));
+  master.Start();
+  auto web = SignIn(ctx_, master, "web1");
+  // A subscriber that reads one event (so it is live) and then nothing more.
+  zmq::socket_t stalled(ctx_, zmq::socket_type::sub);
+  stalled.set(zmq::sockopt::rcvhwm, 1);
+  stalled.set(zmq::sockopt::rcvbuf, 4096);
+  stalled.set(zmq::sockopt::linger, 0);
+  stalled.set(zmq::sockopt::subscribe, "");
+  stalled.connect("ipc://" + (master.dir() / "sock" / "halite_event_pub.ipc").string());
+  auto reader = ClientFor(master);
+  ASSERT_TRUE(reader->SubscribeEvents({"custom/"}).ok());
+  zmq::message_t first;
+  ASSERT_TRUE(stalled.recv(first, zmq::recv_flags::none).has_value());
+
+  const long before = StatusKib(master.pid(), "VmHWM");
+  constexpr int kEvents = 80;
+  const std::string blob(5u << 20, 'x');
+  for (int i = 0; i < kEvents; ++i) {
+    wire::Array events{wire::Value::MapOf(
+        {{"tag", "custom/big"}, {"data", wire::Value::MapOf({{"blob", blob}, {"n", i}})}})};
+    auto r = web.minion->Request(
+        ctx_, web.session,
+        wire::Value::MapOf({{"cmd", "_minion_event"}, {"events", wire::Value(std::move(events))}}));
+    ASSERT_TRUE(r.ok()) << r.error().ToString();
+  }
+  int seen = 0;
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (seen < kEvents && std::chrono::steady_clock::now() < deadline) {
+    auto event = reader->NextEvent(1000ms);
+    ASSERT_TRUE(event.ok()) << event.error().ToString();
+    if (!event->has_value() || (*event)->first != "custom/big") continue;
+    const wire::Value& data = (*event)->second;
+    const std::string* got = data.FindStr("blob");
+    EXPECT_EQ(got ? got->substr(0, 20) : "<none>", "VALUE_TRIMMED");
+    EXPECT_EQ(data.Find("n") ? data.Find("n")->ToJson() : "", std::to_string(seen));
+    ++seen;
+  }
+  EXPECT_EQ(seen, kEvents);
+  const long after = StatusKib(master.pid(), "VmHWM");
+  // Untrimmed (max_event_size: 1 GiB), the stalled subscriber's queue held all 400 MiB: +663
+  // MiB of peak RSS here. The trimmed events are small; what remains is the requests' own
+  // buffers, which ASan keeps in its quarantine (256 MiB) before reusing them: +297 MiB.
+  EXPECT_LT(after - before, 450 * 1024) << "peak RSS grew from " << before << " KiB to " << after;
+
+  // Data that no trimming brings under the limit (many small values) is dropped and counted.
+  wire::Value many = wire::Value::EmptyMap();
+  for (int i = 0; i < 3000; ++i)
+    many.map()->emplace_back("k" + std::to_string(i), std::string(1024, 'm'));
+  const double rejected_before =
+      MetricOr0(master, Labels("halite_minion_events_rejected_total", "reason=\"size\""));
+  auto r = web.minion->Request(
+      ctx_, web.session,
+      wire::Value::MapOf({{"cmd", "_minion_event"},
+                          {"events", wire::Value(wire::Array{wire::Value::MapOf(
+                                         {{"tag", "custom/many"}, {"data", many}})})}}));
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(MetricOr0(master, Labels("halite_minion_events_rejected_total", "reason=\"size\"")),
+            rejected_before + 1);
+}
+
 // The catalogue: distinct bad inputs, each answered with a clear error or a counted drop, while
 // a real halite-minion keeps answering jobs and the master's peak memory stays bounded.
 TEST_F(HostileTest, CatalogueOfBadInputsLeavesTheMasterServing) {

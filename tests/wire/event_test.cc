@@ -74,5 +74,50 @@ TEST(EventTest, StampIsUtcIsoWithMicroseconds) {
   EXPECT_EQ(*data.FindStr("_stamp"), "2025-01-01T12:00:00.123456");
 }
 
+// Salt's max_event_size trimming (salt.utils.dicttrim.trim_dict), with packed sizes.
+TEST(TrimEventDataTest, LargeValuesBecomeValueTrimmedAsSaltTrimsThem) {
+  constexpr std::size_t kMax = 1 << 20;
+  Value small = Value::MapOf({{"a", 1}, {"b", "x"}});
+  const std::string before = small.ToJson();
+  EXPECT_EQ(TrimEventData(small, kMax), EventTrim::kFits);
+  EXPECT_EQ(small.ToJson(), before);
+
+  // One value over half the limit: it alone goes, in a nested map too; the rest stays.
+  Value big =
+      Value::MapOf({{"blob", std::string(2 << 20, 'x')},
+                    {"keep", "small"},
+                    {"nested", Value::MapOf({{"inner", std::string(600 << 10, 'y')}, {"n", 7}})}});
+  EXPECT_EQ(TrimEventData(big, kMax), EventTrim::kTrimmed);
+  EXPECT_EQ(
+      big.ToJson(),
+      R"({"blob": "VALUE_TRIMMED", "keep": "small", "nested": {"inner": "VALUE_TRIMMED", "n": 7}})");
+
+  // Later passes take smaller values (40 %, 30 % ...) until it fits.
+  Value stepped = Value::MapOf({{"a", std::string(450 << 10, 'a')},
+                                {"b", std::string(350 << 10, 'b')},
+                                {"c", std::string(250 << 10, 'c')},
+                                {"d", std::string(10 << 10, 'd')}});
+  EXPECT_EQ(TrimEventData(stepped, kMax), EventTrim::kTrimmed);
+  EXPECT_EQ(*stepped.FindStr("a"), "VALUE_TRIMMED");
+  EXPECT_EQ(*stepped.FindStr("b"), std::string(350 << 10, 'b'));  // 450 + 350 + 250 > 1 MiB
+  EXPECT_EQ(*stepped.FindStr("c"), std::string(250 << 10, 'c'));  // 350 + 250 + 10 < 1 MiB
+  EXPECT_LT(Pack(stepped).size(), kMax);
+
+  // A list is measured with its items (Salt's getsizeof leaves them out and keeps it).
+  Array items;
+  for (int i = 0; i < 100; ++i) items.emplace_back(std::string(20 << 10, 'z'));
+  Value list = Value::MapOf({{"items", Value(std::move(items))}});
+  EXPECT_EQ(TrimEventData(list, kMax), EventTrim::kTrimmed);
+  EXPECT_EQ(list.ToJson(), R"({"items": "VALUE_TRIMMED"})");
+
+  // Many values, none over a tenth of the limit: still too large, so the caller drops it.
+  Value many = Value::EmptyMap();
+  for (int i = 0; i < 3000; ++i)
+    many.map()->emplace_back("k" + std::to_string(i), std::string(1024, 'm'));
+  EXPECT_EQ(TrimEventData(many, kMax), EventTrim::kTooLarge);
+  Value not_a_map(std::string(2 << 20, 'x'));
+  EXPECT_EQ(TrimEventData(not_a_map, kMax), EventTrim::kTooLarge);
+}
+
 }  // namespace
 }  // namespace halite::wire

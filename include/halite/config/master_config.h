@@ -180,6 +180,9 @@ struct MasterConfig {
   // of `minion_events_burst` refilled at `minion_events_per_second`. Excess events are dropped
   // and counted (halite_events_rejected_total).
   int max_events_per_request = 1000;
+  // Salt's max_event_size: a minion event whose data packs to more than this has its large
+  // values replaced by "VALUE_TRIMMED", as Salt does; one still over is dropped and counted.
+  int max_event_size = 1048576;
   int minion_events_per_second = 100;
   int minion_events_burst = 2000;
   // One minion's share of the workers: at most this many of its requests are handled at once;

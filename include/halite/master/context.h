@@ -68,6 +68,7 @@ struct Counters {
   std::atomic<std::uint64_t> bad_requests{0};
   std::atomic<std::uint64_t> events_rejected{0};      // tag or fields not allowed
   std::atomic<std::uint64_t> events_rate_limited{0};  // over a per-request or per-minion limit
+  std::atomic<std::uint64_t> events_too_large{0};     // over max_event_size after trimming
   // Refused before any handler ran (docs/security.md): an id-bound v2 command without a valid
   // tok, a protocol below minimum_request_version, a timestamp outside request_server_ttl, a
   // nonce already seen.

@@ -35,6 +35,17 @@ std::string FrameEvent(std::string_view packed);
 // Inverse of FrameEvent for one already-split document.
 Result<std::string> UnframeEvent(const Value& frame);
 
+// Salt's max_event_size trimming (salt.utils.dicttrim.trim_dict, what SaltEvent.fire_event does
+// to every event on the master bus): when `data` packs to more than `max_bytes`, its values
+// (a map's own values, recursively) that pack to more than half of `max_bytes` become the
+// string "VALUE_TRIMMED", then those over 40 %, 30 %, 20 % and 10 %, until it packs to less.
+// Salt measures a value with sys.getsizeof, which leaves out a list's items; here a value's
+// size is its packed size, so a list of large items is trimmed too. kTooLarge: still over
+// after the last pass (or not a map), and the caller drops the event; Salt would fire it.
+enum class EventTrim { kFits, kTrimmed, kTooLarge };
+EventTrim TrimEventData(Value& data, std::size_t max_bytes);
+inline constexpr std::string_view kValueTrimmed = "VALUE_TRIMMED";
+
 // datetime.utcnow().isoformat(): "2025-01-01T12:00:00.123456".
 std::string IsoStamp(std::chrono::system_clock::time_point t = std::chrono::system_clock::now());
 
