@@ -1,6 +1,7 @@
 // Event unpacking: UnpackEvent on arbitrary bytes (tag "\n\n" msgpack map), and the IPC frame
 // around it ({head, body}) through Unpack + UnframeEvent. An event that unpacks must pack back
-// to an event with the same tag and data.
+// to an event with the same tag and data. Its data is then trimmed to a small max_event_size
+// (TrimEventData), which must leave it within the limit or say it is too large.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -25,6 +26,12 @@ void CheckEvent(std::string_view packed) {
                wire::Pack(event->data, wire::Packing::kBinType))
       << "data changed";
   wire::AddStamp(event->data);
+  // A limit the fuzzer's inputs (up to 16 KiB) can exceed.
+  constexpr std::size_t kMax = 256;
+  const wire::EventTrim trim = wire::TrimEventData(event->data, kMax);
+  const std::size_t trimmed = wire::Pack(event->data).size();
+  HALITE_CHECK(trim == wire::EventTrim::kTooLarge || trimmed <= kMax)
+      << "trimmed data still " << trimmed << " bytes";
 }
 
 }  // namespace
