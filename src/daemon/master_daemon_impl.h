@@ -95,12 +95,13 @@ struct MasterDaemon::Impl {
   std::unique_ptr<transport::ZmqLoop> cluster_loop;
   std::unique_ptr<cluster::PeerChannel> peers;
   std::unique_ptr<cluster::Membership> membership;  // cluster_backend: etcd
-  // The digests of the trees this master serves, in its member record (maintenance loop).
-  // Its tasks run on `workers`, which Stop() shuts down before either is destroyed.
+  // Each minion's share of the workers. Its tasks run on `workers`, which Stop() shuts down
+  // before either is destroyed.
   std::unique_ptr<master::MinionSlots> minion_slots;
   keys::NewKeyLimit new_keys;  // max_pending_keys
   // File hashes, shared by the file server's workers and the tree digests.
   master::FileHashes file_hashes;
+  // The digests of the trees this master serves, in its member record (maintenance loop).
   std::mutex tree_digests_mu;
   TreeDigests tree_digests{&file_hashes};  // guarded by tree_digests_mu
   void RefreshTreeDigests();

@@ -31,12 +31,12 @@ struct Fd {
   }
 };
 
-bool SameFile(const struct stat& a, const struct stat& b) {
-  return a.st_dev == b.st_dev && a.st_ino == b.st_ino && a.st_size == b.st_size &&
-         Nanos(a.st_mtim) == Nanos(b.st_mtim) && Nanos(a.st_ctim) == Nanos(b.st_ctim);
-}
-
 }  // namespace
+
+FileHashes::Stamp FileHashes::StampOf(const struct stat& st) {
+  return Stamp{static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino),
+               static_cast<std::uint64_t>(st.st_size), Nanos(st.st_mtim), Nanos(st.st_ctim)};
+}
 
 Result<FileHashes::Hash> FileHashes::Sha256(const std::filesystem::path& path) {
   Fd file{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
@@ -48,18 +48,14 @@ Result<FileHashes::Hash> FileHashes::Sha256(const std::filesystem::path& path) {
     return Error::Internal("cannot stat " + path.string() + ": " + std::strerror(errno));
   }
   if (!S_ISREG(before.st_mode)) return Error::InvalidArgument(path.string() + " is not a file");
+  const Stamp stamp = StampOf(before);
   const std::string key = path.string();
   {
     std::lock_guard lock(mu_);
     auto it = entries_.find(key);
-    if (it != entries_.end()) {
-      const Entry& e = it->second;
-      if (e.dev == before.st_dev && e.ino == before.st_ino &&
-          e.size == static_cast<std::uint64_t>(before.st_size) &&
-          e.mtime_ns == Nanos(before.st_mtim) && e.ctime_ns == Nanos(before.st_ctim)) {
-        ++from_memory_;
-        return Hash{e.sha256_hex, true};
-      }
+    if (it != entries_.end() && it->second.stamp == stamp) {
+      ++from_memory_;
+      return Hash{it->second.sha256_hex, true};
     }
   }
 
@@ -87,17 +83,12 @@ Result<FileHashes::Hash> FileHashes::Sha256(const std::filesystem::path& path) {
 
   if (max_entries_ == 0) return out;
   struct stat after {};
-  const std::int64_t newest = std::max(Nanos(before.st_mtim), Nanos(before.st_ctim));
-  const bool racy = newest > Nanos(started) - racy_window_.count();
-  if (racy || ::fstat(file.fd, &after) != 0 || !SameFile(before, after)) return out;
+  const bool racy =
+      std::max(stamp.mtime_ns, stamp.ctime_ns) > Nanos(started) - racy_window_.count();
+  if (racy || ::fstat(file.fd, &after) != 0 || !(StampOf(after) == stamp)) return out;
   std::lock_guard lock(mu_);
   if (entries_.size() >= max_entries_ && entries_.find(key) == entries_.end()) entries_.clear();
-  entries_[key] = Entry{static_cast<std::uint64_t>(before.st_dev),
-                        static_cast<std::uint64_t>(before.st_ino),
-                        static_cast<std::uint64_t>(before.st_size),
-                        Nanos(before.st_mtim),
-                        Nanos(before.st_ctim),
-                        out.sha256_hex};
+  entries_[key] = Entry{stamp, out.sha256_hex};
   return out;
 }
 

@@ -16,6 +16,8 @@
 // Thread-safe; blocks on disk (worker threads only).
 #pragma once
 
+#include <sys/stat.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -51,11 +53,18 @@ class FileHashes {
   std::size_t remembered();
 
  private:
-  struct Entry {
+  // What "unchanged" compares (fstat of the descriptor read).
+  struct Stamp {
     std::uint64_t dev = 0, ino = 0, size = 0;
     std::int64_t mtime_ns = 0, ctime_ns = 0;
+    friend bool operator==(const Stamp&, const Stamp&) = default;
+  };
+  struct Entry {
+    Stamp stamp;
     std::string sha256_hex;
   };
+  static Stamp StampOf(const struct stat& st);
+
   const std::size_t max_entries_;
   const std::chrono::nanoseconds racy_window_;
   std::mutex mu_;
