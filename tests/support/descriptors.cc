@@ -22,11 +22,15 @@ DescriptorExhaustion::DescriptorExhaustion() {
   struct rlimit low = old_;
   low.rlim_cur = std::min<rlim_t>(old_.rlim_cur, 1024);
   lowered_ = ::setrlimit(RLIMIT_NOFILE, &low) == 0;
+  TopUp();
+}
+
+int DescriptorExhaustion::TopUp() {
   for (;;) {
     const int fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
       error_ = errno;
-      break;
+      return error_;
     }
     held_.push_back(fd);
   }

@@ -21,6 +21,10 @@ class DescriptorExhaustion {
   DescriptorExhaustion(const DescriptorExhaustion&) = delete;
   DescriptorExhaustion& operator=(const DescriptorExhaustion&) = delete;
 
+  // Takes any descriptor freed since: a thread that held one while the process ran out
+  // (a probe file open at that moment) closes it later, and that one free descriptor would
+  // let its every later round succeed. Returns error().
+  int TopUp();
   void Release();
   // The errno of the open that failed: EMFILE when it worked.
   int error() const { return error_; }
