@@ -281,7 +281,7 @@ Result<std::unique_ptr<MasterDaemon>> MasterDaemon::Create(config::MasterConfig 
       static_cast<std::size_t>(cfg.request_queue_max_bytes / 4),
       [&workers = *impl->workers](std::function<void()> task) { workers.Post(std::move(task)); });
   ctx.minion_slots = impl->minion_slots.get();
-  ctx.new_keys = &impl->new_keys;
+  ctx.key_counts = &impl->key_counts;
   impl->MakeHealthChecker();
   ctx.storage_lost = &impl->health->storage_lost();
   ctx.leaving = &impl->leaving;

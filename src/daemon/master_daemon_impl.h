@@ -98,7 +98,7 @@ struct MasterDaemon::Impl {
   // Each minion's share of the workers. Its tasks run on `workers`, which Stop() shuts down
   // before either is destroyed.
   std::unique_ptr<master::MinionSlots> minion_slots;
-  keys::NewKeyLimit new_keys;  // max_pending_keys
+  keys::KeyCounts key_counts;  // max_pending_keys, max_minions
   // File hashes, shared by the file server's workers and the tree digests.
   master::FileHashes file_hashes;
   // The digests of the trees this master serves, in its member record (maintenance loop).

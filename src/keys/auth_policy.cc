@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <optional>
 #include <utility>
@@ -150,23 +151,52 @@ bool MatchesPattern(std::string_view id, const std::vector<std::string>& pattern
   return false;
 }
 
-Result<bool> NewKeyLimit::TryAdd(KeyStore& store, KeyState state, std::size_t max) {
-  if (max == 0) return true;
-  std::lock_guard lock(mu_);
-  Count& count = state == KeyState::kRejected ? rejected_ : pending_;
-  const auto now = std::chrono::steady_clock::now();
-  if (!count.known || now - count.listed >= refresh_) {
-    HALITE_ASSIGN_OR_RETURN(std::vector<std::string> ids, store.List(state));
-    count = Count{true, ids.size(), now};
+template <typename F>
+auto KeyCounts::WithCount(KeyStore& store, KeyState state, F use)
+    -> Result<decltype(use(std::declval<std::size_t&>()))> {
+  Tally& tally = tallies_[static_cast<std::size_t>(state)];
+  std::unique_lock lock(mu_);
+  // Before the first count there is none to use instead: wait for the caller listing.
+  listed_.wait(lock, [&] { return tally.known || !tally.listing; });
+  const auto start = std::chrono::steady_clock::now();
+  if (!tally.known || (!tally.listing && start >= tally.next_listing)) {
+    tally.listing = true;
+    lock.unlock();
+    Result<std::vector<std::string>> ids = store.List(state);
+    const auto end = std::chrono::steady_clock::now();
+    lock.lock();
+    tally.listing = false;
+    listed_.notify_all();
+    if (!ids.ok()) return ids.error();
+    tally.known = true;
+    tally.keys = ids->size();
+    tally.next_listing = end + std::max(refresh_, 10 * (end - start));
   }
-  if (count.keys >= max) return false;
-  ++count.keys;
-  return true;
+  return use(tally.keys);
+}
+
+Result<bool> KeyCounts::TryAdd(KeyStore& store, KeyState state, std::size_t max) {
+  if (max == 0) return true;
+  return WithCount(store, state, [max](std::size_t& keys) {
+    if (keys >= max) return false;
+    ++keys;
+    return true;
+  });
+}
+
+void KeyCounts::GiveBack(KeyState state) {
+  std::lock_guard lock(mu_);
+  Tally& tally = tallies_[static_cast<std::size_t>(state)];
+  if (tally.keys > 0) --tally.keys;
+}
+
+Result<std::size_t> KeyCounts::Count(KeyStore& store, KeyState state) {
+  return WithCount(store, state, [](std::size_t& keys) { return keys; });
 }
 
 Result<AuthDecision> DecideAuth(KeyStore& store, const AuthPolicyOptions& options,
                                 std::string_view id, std::string_view pub,
-                                const PublicKeyParser& parser, NewKeyLimit* limit) {
+                                const PublicKeyParser& parser, KeyCounts* limit) {
   const PublicKeyParser parse =
       parser ? parser : [](std::string_view pem) { return wire::RsaPublicKey::FromPem(pem); };
   if (!ValidMinionId(id)) return Decision(AuthVerdict::kRejected, "", "invalid minion id");

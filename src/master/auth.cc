@@ -145,13 +145,28 @@ void HandleAuth(MasterContext& ctx, const wire::Value& load, int version,
     digest = AuthReplies::Digest(*id, version, wire::Pack(load));
     if (AnswerRetry(ctx, *id, *pub, digest, reply)) return;
   }
+  // Salt's max_minions: a minion that is not accepted yet is told "full" (it retries). The
+  // accepted keys are counted by key_counts, not listed for every stranger's sign-in (with
+  // 100,000 keys that held a worker for about a second each). A place is taken before the
+  // decision and given back unless the key was accepted, so that sign-ins running at once
+  // cannot pass the limit together.
+  bool took_place = false;
   if (ctx.config->max_minions > 0 && !ctx.minion_keys->Get(*id).ok()) {
-    // Salt's max_minions: a minion that is not accepted yet is told "full" (it retries).
-    auto accepted = ctx.key_store->List(keys::KeyState::kAccepted);
-    if (accepted.ok() && accepted->size() >= static_cast<std::size_t>(ctx.config->max_minions)) {
+    const auto max = static_cast<std::size_t>(ctx.config->max_minions);
+    Result<bool> room = true;  // a store error is left to the decision below
+    if (ctx.key_counts) {
+      room = ctx.key_counts->TryAdd(*ctx.key_store, keys::KeyState::kAccepted, max);
+      took_place = room.ok() && *room;
+    } else if (auto ids = ctx.key_store->List(keys::KeyState::kAccepted); ids.ok()) {
+      room = ids->size() < max;
+    }
+    if (room.ok() && !*room) {
       ctx.counters->auth_full++;
-      spdlog::warn("auth of {}: {} keys accepted, max_minions is {}; answered \"full\"", *id,
-                   accepted->size(), ctx.config->max_minions);
+      static LogLimiter limiter(std::chrono::seconds(10));
+      if (auto suppressed = limiter.Pass()) {
+        spdlog::warn("auth of {}: max_minions ({}) keys are accepted; answered \"full\"{}", *id,
+                     max, SuppressedSuffix(*suppressed));
+      }
       fire(false, "");
       send_signed(RetMap("full", nonce));
       return;
@@ -163,7 +178,10 @@ void HandleAuth(MasterContext& ctx, const wire::Value& load, int version,
   // The key is parsed at most once per sign-in, and not at all for one already cached.
   auto decision = keys::DecideAuth(
       *ctx.key_store, policy ? *policy : kNoAutoAccept, *id, *pub,
-      [&](std::string_view pem) { return ctx.minion_keys->Parse(*id, pem); }, ctx.new_keys);
+      [&](std::string_view pem) { return ctx.minion_keys->Parse(*id, pem); }, ctx.key_counts);
+  if (took_place && !(decision.ok() && decision->verdict == keys::AuthVerdict::kAccepted)) {
+    ctx.key_counts->GiveBack(keys::KeyState::kAccepted);
+  }
   if (!decision.ok()) {
     // A storage problem is ours, not the minion's: "full" makes it retry later instead of
     // exiting as it would on ret: False.

@@ -5,9 +5,13 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <filesystem>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "halite/keys/fs.h"
@@ -413,7 +417,7 @@ TEST_F(AuthPolicyTest, EveryParseGoesThroughTheGivenParser) {
 // max_pending_keys: strangers can send new ids without end, and each was a new file.
 TEST_F(AuthPolicyTest, NewIdsPastMaxPendingKeysAreAnsweredFullAndNotRecorded) {
   options_.max_pending_keys = 2;
-  NewKeyLimit limit(std::chrono::hours(1));  // listed once: later keys are counted up
+  KeyCounts limit(std::chrono::hours(1));  // listed once: later keys are counted up
   auto decide = [&](std::string_view id, std::string_view pub) {
     auto d = DecideAuth(*store_, options_, id, pub, {}, &limit);
     EXPECT_TRUE(d.ok()) << d.error().ToString();
@@ -437,7 +441,7 @@ TEST_F(AuthPolicyTest, NewIdsPastMaxPendingKeysAreAnsweredFullAndNotRecorded) {
   EXPECT_TRUE(decide("bad3", pub_).full);
   EXPECT_EQ(File("minions_rejected", "bad3"), "<missing>");
   // Room again once the operator clears minions_pre (seen at the next listing).
-  NewKeyLimit relisting(std::chrono::seconds(0));
+  KeyCounts relisting(std::chrono::seconds(0));
   ASSERT_TRUE(store_->Remove(KeyState::kPending, "old1").ok());
   auto again = DecideAuth(*store_, options_, "new2", pub_, {}, &relisting);
   ASSERT_TRUE(again.ok());
@@ -446,6 +450,96 @@ TEST_F(AuthPolicyTest, NewIdsPastMaxPendingKeysAreAnsweredFullAndNotRecorded) {
   // 0: no limit.
   options_.max_pending_keys = 0;
   EXPECT_FALSE(decide("new3", pub_).full);
+}
+
+// A store whose List can be held, to see what other callers do while one lists.
+class HeldListStore final : public KeyStore {
+ public:
+  explicit HeldListStore(KeyStore& inner) : inner_(inner) {}
+  Result<std::string> Read(KeyState s, std::string_view id) override { return inner_.Read(s, id); }
+  Status Write(KeyState s, std::string_view id, std::string_view pem) override {
+    return inner_.Write(s, id, pem);
+  }
+  void AfterDurable(std::function<void(Status)> done) override { inner_.AfterDurable(done); }
+  Status Remove(KeyState s, std::string_view id) override { return inner_.Remove(s, id); }
+  Result<std::vector<std::string>> List(KeyState s) override {
+    listings++;
+    std::unique_lock lock(mu_);
+    listing_ = true;
+    cv_.notify_all();
+    cv_.wait(lock, [&] { return !held_; });
+    listing_ = false;
+    return inner_.List(s);
+  }
+  Result<bool> ConsumeAutosignStub(std::string_view id, std::chrono::minutes t) override {
+    return inner_.ConsumeAutosignStub(id, t);
+  }
+  Result<bool> IsDirectory(KeyState s, std::string_view id) override {
+    return inner_.IsDirectory(s, id);
+  }
+  Result<FileStamp> Stamp(KeyState s, std::string_view id) override { return inner_.Stamp(s, id); }
+  Status Available() override { return inner_.Available(); }
+  const std::filesystem::path& root() const override { return inner_.root(); }
+
+  void Hold() {
+    std::lock_guard lock(mu_);
+    held_ = true;
+  }
+  void WaitListing() {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [&] { return listing_; });
+  }
+  void Release() {
+    std::lock_guard lock(mu_);
+    held_ = false;
+    cv_.notify_all();
+  }
+  std::atomic<int> listings{0};
+
+ private:
+  KeyStore& inner_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool held_ = false;
+  bool listing_ = false;
+};
+
+// max_minions counted the accepted keys by listing minions/ for every sign-in of an id that
+// is not accepted: with 100,000 keys a stranger's sign-in held a worker for about a second.
+// The count is listed once per refresh, by one caller while the others use the last count.
+TEST_F(AuthPolicyTest, KeyCountsListADirectoryOncePerRefreshAndNeverMakeOthersWait) {
+  HeldListStore store(*store_);
+  PutKey("minions", "web1", pub_);
+  KeyCounts cached(std::chrono::hours(1));
+  ASSERT_EQ(cached.Count(store, KeyState::kAccepted).value(), 1u);
+  PutKey("minions", "web2", pub_);
+  for (int i = 0; i < 100; ++i) ASSERT_EQ(cached.Count(store, KeyState::kAccepted).value(), 1u);
+  EXPECT_EQ(store.listings.load(), 1);
+  // Due again (refresh 0): one caller lists; one that comes meanwhile gets the last count.
+  KeyCounts due(std::chrono::seconds(0));
+  const auto before = std::chrono::steady_clock::now();
+  ASSERT_EQ(due.Count(store, KeyState::kAccepted).value(), 2u);
+  const auto after = std::chrono::steady_clock::now();
+  PutKey("minions", "web3", pub_);
+  // Due again at the latest ten times that listing's length after it ended.
+  std::this_thread::sleep_until(after + 10 * (after - before) + std::chrono::milliseconds(1));
+  store.Hold();
+  std::thread lister([&] { EXPECT_EQ(due.Count(store, KeyState::kAccepted).value(), 3u); });
+  store.WaitListing();
+  EXPECT_EQ(due.Count(store, KeyState::kAccepted).value(), 2u);
+  EXPECT_EQ(store.listings.load(), 3);
+  store.Release();
+  lister.join();
+  // Each state has its own count.
+  EXPECT_EQ(due.Count(store, KeyState::kPending).value(), 0u);
+  // max_minions takes a place before a sign-in's decision, and gives it back unless the key
+  // was accepted: sign-ins at once cannot pass the limit together.
+  KeyCounts places(std::chrono::hours(1));
+  EXPECT_TRUE(places.TryAdd(store, KeyState::kAccepted, 4).value());  // 3 listed, 4th taken
+  EXPECT_FALSE(places.TryAdd(store, KeyState::kAccepted, 4).value());
+  places.GiveBack(KeyState::kAccepted);
+  EXPECT_TRUE(places.TryAdd(store, KeyState::kAccepted, 4).value());
+  EXPECT_EQ(places.Count(store, KeyState::kAccepted).value(), 4u);
 }
 
 }  // namespace

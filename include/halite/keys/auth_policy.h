@@ -6,12 +6,15 @@
 // the blocking pool. MatchesPattern is pure CPU.
 #pragma once
 
+#include <array>
 #include <chrono>
+#include <condition_variable>
 #include <filesystem>
 #include <functional>
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "halite/common/result.h"
@@ -34,28 +37,45 @@ struct AuthPolicyOptions {
   std::size_t max_pending_keys = 0;
 };
 
-// What bounds the key files strangers can make the master write: every new id on 4506 is a new
-// file, so without a bound a stranger fills minions_pre (a shared folder in a cluster) and
-// buries the real minions in `halite-key -L`. A directory is listed at most once per
-// `refresh`, and counted up between listings, so a flood of new ids costs one listing a
-// second, not one per sign-in. Thread-safe; several masters on one pki dir each keep a count.
-class NewKeyLimit {
+// How many keys each directory holds, without listing it on every sign-in. Two things a
+// stranger on 4506 reaches need a count: max_pending_keys (every new id is a new file, so
+// without a bound a stranger fills minions_pre, a shared folder in a cluster, and buries the
+// real minions in `halite-key -L`) and max_minions (the accepted keys, checked for every id
+// that is not accepted: listing 100,000 keys for every stranger's sign-in held the workers).
+// A directory is listed by one caller at a time: the first time (the others wait for it),
+// then once its count is `refresh` old, or ten times as long as the last listing took,
+// whichever is longer (the others use the count it had meanwhile). New pending and rejected
+// keys are counted up between listings. Thread-safe; several
+// masters on one pki dir each keep a count, so together they may overshoot by what they
+// write between two listings.
+class KeyCounts {
  public:
-  explicit NewKeyLimit(std::chrono::steady_clock::duration refresh = std::chrono::seconds(1))
+  explicit KeyCounts(std::chrono::steady_clock::duration refresh = std::chrono::seconds(1))
       : refresh_(refresh) {}
-  // True (and the key counted) when `state`'s directory (kPending or kRejected) holds fewer
-  // than `max` keys; always true for max 0. Errors are the store's.
+  // True (and the key counted) when `state`'s directory holds fewer than `max` keys; always true
+  // for max 0. Errors are the store's.
   Result<bool> TryAdd(KeyStore& store, KeyState state, std::size_t max);
+  // Uncounts a key TryAdd counted that was not written after all.
+  void GiveBack(KeyState state);
+  // The keys in `state`'s directory, as last listed.
+  Result<std::size_t> Count(KeyStore& store, KeyState state);
 
  private:
-  struct Count {
+  struct Tally {
     bool known = false;
+    bool listing = false;  // a caller is listing the directory now
     std::size_t keys = 0;
-    std::chrono::steady_clock::time_point listed;
+    std::chrono::steady_clock::time_point next_listing;
   };
+  // Lists `state`'s directory when its count is due and no other caller is listing it; then
+  // calls `use` with the count under the lock.
+  template <typename F>
+  auto WithCount(KeyStore& store, KeyState state, F use)
+      -> Result<decltype(use(std::declval<std::size_t&>()))>;
   const std::chrono::steady_clock::duration refresh_;
   std::mutex mu_;
-  Count pending_, rejected_;  // guarded by mu_
+  std::condition_variable listed_;  // a listing ended
+  std::array<Tally, 4> tallies_;    // by KeyState; guarded by mu_
 };
 
 // Reads an autosign/autoreject file: one pattern per line, surrounding whitespace stripped,
@@ -114,6 +134,6 @@ using PublicKeyParser = std::function<Result<wire::RsaPublicKey>(std::string_vie
 // `limit` applies options.max_pending_keys (null: no limit).
 Result<AuthDecision> DecideAuth(KeyStore& store, const AuthPolicyOptions& options,
                                 std::string_view id, std::string_view pub,
-                                const PublicKeyParser& parse = {}, NewKeyLimit* limit = nullptr);
+                                const PublicKeyParser& parse = {}, KeyCounts* limit = nullptr);
 
 }  // namespace halite::keys

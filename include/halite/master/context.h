@@ -131,7 +131,8 @@ struct MasterContext {
   Presence* presence = nullptr;              // null: no presence tracking
   FileHashes* file_hashes = nullptr;         // null: every _file_hash reads its file again
   MinionSlots* minion_slots = nullptr;       // null: a minion may hold every worker
-  keys::NewKeyLimit* new_keys = nullptr;     // null: max_pending_keys is not applied
+  keys::KeyCounts* key_counts = nullptr;     // null: max_pending_keys is not applied, and
+                                             // max_minions lists minions/ on each sign-in
   // True while the health check finds the shared folder or cachedir unusable: minion
   // requests (`_auth`, every aes request) are dropped unanswered, so minions time out and send
   // again on a new connection, which HAProxy gives to a master that can store (an answer
