@@ -141,11 +141,15 @@ std::optional<PublishReplay::Clock::time_point> PublishReplay::OnSubscriber(Cloc
   DropExpired(now);
   if (kept_.empty()) return std::nullopt;
   scheduled_ = true;
-  return now + options_.debounce;
+  // Quiet for max_interval since the last round: a new burst starts at the debounce again.
+  if (!last_round_ || now - *last_round_ > options_.max_interval) wait_ = options_.debounce;
+  return now + wait_;
 }
 
 std::vector<wire::Value> PublishReplay::TakeReplay(Clock::time_point now) {
   scheduled_ = false;
+  last_round_ = now;
+  wait_ = std::min(std::max(wait_, options_.debounce) * 2, options_.max_interval);
   DropExpired(now);
   std::vector<wire::Value> loads;
   loads.reserve(kept_.size());

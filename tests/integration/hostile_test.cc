@@ -22,6 +22,7 @@
 #include "harness.h"
 #include "raw_client.h"
 #include "test_keys.h"
+#include "wait.h"
 
 namespace halite::testing {
 namespace {
@@ -836,6 +837,36 @@ TEST_F(HostileTest, LargeMinionEventsAreTrimmedAsSaltTrimsThem) {
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(MetricOr0(master, Labels("halite_minion_events_rejected_total", "reason=\"size\"")),
             rejected_before + 1);
+}
+
+// Finding 20: anyone can subscribe on 4505, and a subscription starts a replay round, which
+// sends every live job to every minion. A stranger sending one 1-byte frame after each round
+// made a round every 200 ms for as long as a job was live (35 s by default): with 5 minions
+// connected, 20 frames over 6 s re-sent one job 100 times. Rounds now back off to one per
+// publish_replay's max_interval (5 s): 200, 400, 800, 1,600 ms... so at most 4 in 4 s.
+TEST_F(HostileTest, AStrangersSubscriptionFramesOn4505CannotMakeEveryJobBeResentWithoutEnd) {
+  MasterUnderTest master(tmp_.path(), Spec());
+  master.Start();
+  auto web = SignIn(ctx_, master, "web1");
+  const std::string jid = PublishJob(master, "*");  // live for timeout (5 s) + grace (30 s)
+  ASSERT_FALSE(jid.empty());
+  const std::string name = Labels("halite_publish_replays_total");
+  zmq::socket_t stranger(ctx_, zmq::socket_type::xsub);
+  stranger.set(zmq::sockopt::linger, 0);
+  stranger.connect("tcp://" + master.ip() + ":4505");
+  // A frame; then the next one as soon as the round it caused is done, or after 100 ms.
+  const auto start = std::chrono::steady_clock::now();
+  int frames = 0;
+  while (std::chrono::steady_clock::now() - start < 4s) {
+    const double rounds = MetricOr0(master, name);
+    ASSERT_TRUE(stranger.send(zmq::str_buffer("\x01"), zmq::send_flags::none).has_value());
+    ++frames;
+    (void)WaitUntil([&] { return MetricOr0(master, name) > rounds; }, 100ms, 5ms);
+  }
+  const double rounds = MetricOr0(master, name);
+  EXPECT_GE(rounds, 1) << "a subscriber must still get the live jobs";
+  // Without the backoff: a round per 200-300 ms here (14 to 20 in 4 s).
+  EXPECT_LE(rounds, 5) << frames << " frames made " << rounds << " rounds";
 }
 
 // The catalogue: distinct bad inputs, each answered with a clear error or a counted drop, while

@@ -64,10 +64,33 @@ TEST(PublishReplayTest, AReconnectBurstCostsOneReplayPerDebounce) {
     EXPECT_FALSE(replay.OnSubscriber(t0 + 1s + std::chrono::microseconds(i * 100)).has_value());
   }
   EXPECT_EQ(replay.TakeReplay(*first).size(), 1u);
-  // The next subscriber after a replay starts the next round.
+  // The next subscriber after a replay starts the next round, which waits twice as long.
   auto second = replay.OnSubscriber(*first + 10ms);
   ASSERT_TRUE(second.has_value());
-  EXPECT_EQ(*second, *first + 210ms);
+  EXPECT_EQ(*second, *first + 410ms);
+}
+
+// Anyone can subscribe on 4505, and a round sends every live job to every minion: a stranger's
+// frame right after each round made a round every 200 ms. Rounds back off to max_interval, and
+// start at the debounce again only after max_interval without one.
+TEST(PublishReplayTest, RoundsThatFollowOneAnotherBackOffToMaxInterval) {
+  PublishReplay replay(Options());  // debounce 200 ms, max_interval 5 s
+  const Clock::time_point t0{};
+  replay.Remember(Load("1", 600), t0);
+  Clock::time_point now = t0;
+  std::vector<long long> waits;
+  for (int i = 0; i < 8; ++i) {
+    auto at = replay.OnSubscriber(now);
+    ASSERT_TRUE(at.has_value());
+    waits.push_back(std::chrono::duration_cast<std::chrono::milliseconds>(*at - now).count());
+    EXPECT_EQ(replay.TakeReplay(*at).size(), 1u);
+    now = *at + 1ms;  // the stranger's next frame, just after the round
+  }
+  EXPECT_EQ(waits, (std::vector<long long>{200, 400, 800, 1600, 3200, 5000, 5000, 5000}));
+  // Quiet for longer than max_interval: the next reconnect burst is served at the debounce.
+  auto later = replay.OnSubscriber(now + 5s);
+  ASSERT_TRUE(later.has_value());
+  EXPECT_EQ(*later, now + 5s + 200ms);
 }
 
 TEST(PublishReplayTest, TheSameJidIsKeptOnceAndMemoryIsBounded) {

@@ -14,8 +14,12 @@
 // Bounds: at most `max_jobs` loads and `max_bytes` of packed load (the oldest go first), each
 // kept for its own window ("to" from the publish, else `default_window`, plus `grace`, at
 // most `max_window`; the ids of returned minions count against `max_bytes`); a replay runs
-// `debounce` after the first new subscriber and covers every one that arrives meanwhile, so there
-// is at most one replay per `debounce` and a reconnect burst of thousands costs a handful.
+// `debounce` after the first new subscriber and covers every one that arrives meanwhile, so a
+// reconnect burst of thousands costs a handful. Rounds that follow one another back off: each
+// waits twice as long as the one before, up to `max_interval`, and only after `max_interval`
+// with no round is the wait `debounce` again. Anyone can subscribe on 4505, and every round
+// sends every live job to every minion: a stranger's subscription frame every 200 ms made as
+// many rounds (finding 20 in docs/security.md); now it gets one per `max_interval`.
 #pragma once
 
 #include <chrono>
@@ -46,6 +50,7 @@ struct PublishReplayOptions {
   // recon_default + recon_max, 11 s for a stock minion), often past a short timeout.
   std::chrono::milliseconds grace{30000};
   std::chrono::milliseconds debounce{200};
+  std::chrono::milliseconds max_interval{5000};  // the longest wait of rounds backing off
   std::size_t max_jobs = 256;
   std::size_t max_bytes = 16u << 20;
 };
@@ -88,6 +93,8 @@ class PublishReplay {
   std::deque<Kept> kept_;  // publish order
   std::size_t bytes_ = 0;
   bool scheduled_ = false;  // from OnSubscriber's answer to TakeReplay
+  std::optional<Clock::time_point> last_round_;
+  std::chrono::milliseconds wait_{0};  // of the next round after its first subscriber
 };
 
 }  // namespace halite::master
