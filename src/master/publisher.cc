@@ -29,6 +29,10 @@ Status Publisher::Start() {
       if (replay_) pub_->set(zmq::sockopt::xpub_verbose, 1);
       pub_->set(zmq::sockopt::sndhwm, options_.pub_hwm);
       pub_->set(zmq::sockopt::backlog, options_.backlog);
+      // What a subscriber sends is subscriptions: "" from every minion (a Salt topic with
+      // zmq_filtering is 41 bytes). libzmq keeps each for as long as its connection lives, so
+      // a larger frame drops the connection instead (docs/security.md, finding 21).
+      pub_->set(zmq::sockopt::maxmsgsize, kMaxSubscriptionBytes);
       pub_->set(zmq::sockopt::linger, 1000);
       pub_->set(zmq::sockopt::ipv6, options_.ipv6 ? 1 : 0);
       pub_->set(zmq::sockopt::tcp_keepalive, options_.tcp_keepalive);

@@ -11,12 +11,14 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <fstream>
 #include <zmq.hpp>
 #include <zmq_addon.hpp>
 
 #include "halite/client/local_client.h"
 #include "halite/keys/fs.h"
+#include "halite/master/publisher.h"
 #include "halite/wire/encoding.h"
 #include "halite/wire/event.h"
 #include "harness.h"
@@ -867,6 +869,44 @@ TEST_F(HostileTest, AStrangersSubscriptionFramesOn4505CannotMakeEveryJobBeResent
   EXPECT_GE(rounds, 1) << "a subscriber must still get the live jobs";
   // Without the backoff: a round per 200-300 ms here (14 to 20 in 4 s).
   EXPECT_LE(rounds, 5) << frames << " frames made " << rounds << " rounds";
+}
+
+// Finding 21, in part: libzmq keeps every subscription a connection sends on 4505 while it
+// lives, and took frames of any size (one of 100 MB: +252 MiB of master RSS). A frame over
+// kMaxSubscriptionBytes now drops the connection, and with it what it subscribed.
+TEST_F(HostileTest, AnOversizedSubscriptionFrameOn4505DropsItsConnection) {
+  MasterUnderTest master(tmp_.path(), Spec());
+  master.Start();
+  zmq::socket_t stranger(ctx_, zmq::socket_type::xsub);
+  stranger.set(zmq::sockopt::linger, 0);
+  ASSERT_EQ(zmq_socket_monitor(stranger.handle(), "inproc://stranger-monitor",
+                               ZMQ_EVENT_CONNECTED | ZMQ_EVENT_DISCONNECTED),
+            0);
+  zmq::socket_t monitor(ctx_, zmq::socket_type::pair);
+  monitor.set(zmq::sockopt::rcvtimeo, 15000);
+  monitor.connect("inproc://stranger-monitor");
+  stranger.connect("tcp://" + master.ip() + ":4505");
+  auto next_event = [&]() -> int {
+    zmq::message_t event, address;
+    if (!monitor.recv(event).has_value()) return 0;  // none within 15 s
+    if (event.more()) (void)monitor.recv(address);
+    std::uint16_t id = 0;
+    std::memcpy(&id, event.data(), sizeof id);
+    return id;
+  };
+  ASSERT_EQ(next_event(), ZMQ_EVENT_CONNECTED);
+  // A subscription of the largest size taken keeps the connection; one byte more drops it.
+  std::string frame(master::kMaxSubscriptionBytes, 'x');
+  frame[0] = 1;
+  ASSERT_TRUE(stranger.send(zmq::buffer(frame), zmq::send_flags::none).has_value());
+  // (Not a subscription on this side: the stranger's own XSUB would store it in a trie that
+  // recurses once per byte. libzmq's decoder on the master checks the size of any frame.)
+  std::string big(10u << 20, 'y');
+  big[0] = 2;
+  ASSERT_TRUE(stranger.send(zmq::buffer(big), zmq::send_flags::none).has_value());
+  EXPECT_EQ(next_event(), ZMQ_EVENT_DISCONNECTED)
+      << "the master kept the connection that sent a 10 MiB frame";
+  zmq_socket_monitor(stranger.handle(), nullptr, 0);
 }
 
 // The catalogue: distinct bad inputs, each answered with a clear error or a counted drop, while

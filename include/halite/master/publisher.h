@@ -10,6 +10,7 @@
 #include <sys/types.h>
 
 #include <atomic>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -26,10 +27,14 @@
 
 namespace halite::master {
 
+// The largest frame a subscriber may send on the publish port; a larger one drops its
+// connection. Subscriptions are all a subscriber sends.
+inline constexpr std::int64_t kMaxSubscriptionBytes = 1024;
+
 struct PublisherOptions {
-  std::string publish_endpoint;   // tcp://<interface>:<publish_port>
-  std::string event_endpoint;     // ipc://<sock_dir>/halite_event_pub.ipc
-  std::string event_socket_path;  // the file of event_endpoint, for chmod
+  std::string publish_endpoint;     // tcp://<interface>:<publish_port>
+  std::string event_endpoint;       // ipc://<sock_dir>/halite_event_pub.ipc
+  std::string event_socket_path;    // the file of event_endpoint, for chmod
   mode_t event_socket_mode = 0600;  // 0666 with publisher_acl (its users follow their jobs)
   int pub_hwm = 1000;
   int backlog = 1000;
