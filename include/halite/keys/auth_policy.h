@@ -45,9 +45,8 @@ struct AuthPolicyOptions {
 // A directory is listed by one caller at a time: the first time (the others wait for it),
 // then once its count is `refresh` old, or ten times as long as the last listing took,
 // whichever is longer (the others use the count it had meanwhile). New pending and rejected
-// keys are counted up between listings. Thread-safe; several
-// masters on one pki dir each keep a count, so together they may overshoot by what they
-// write between two listings.
+// keys are counted up between listings. Thread-safe; several masters on one pki dir each keep
+// a count, so together they may overshoot by what they write between two listings.
 class KeyCounts {
  public:
   explicit KeyCounts(std::chrono::steady_clock::duration refresh = std::chrono::seconds(1))
