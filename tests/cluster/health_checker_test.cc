@@ -99,9 +99,12 @@ TEST_F(HealthCheckerTest, OutOfDescriptorsDegradesButIsNotLostStorage) {
   Start();
   ASSERT_TRUE(WaitUntil([&] { return Healthy(); }));
   halite::testing::DescriptorExhaustion exhaustion;
-  // The round that found it publishes its report when it ends: wait for that report.
+  // The round that found it publishes its report when it ends: wait for that report. A
+  // descriptor the checker held when they ran out (its probe file) comes free after; taking
+  // it again each time keeps the process out of descriptors, else every later probe uses it.
   nlohmann::json body;
   const bool reported = WaitUntil([&] {
+    exhaustion.TopUp();
     body = Body();
     return checker_->descriptors_exhausted() && body.contains("degraded");
   });
