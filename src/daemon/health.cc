@@ -115,8 +115,22 @@ std::string MasterDaemon::Impl::Metrics() {
        counters.store_latency_count.load());
   line("halite_job_cache_write_seconds_sum", id, counters.store_latency_sum_us.load() / 1e6);
   line("halite_job_cache_write_seconds_count", id, counters.store_latency_count.load());
-  help("halite_connected_minions", "gauge", "TCP connections on the publish port.");
+  help("halite_connected_minions", "gauge",
+       "Connections on the publish port subscribed to every publish (minions).");
   line("halite_connected_minions", id, static_cast<double>(publisher->connected_subscribers()));
+  help("halite_publish_port_connections", "gauge",
+       "TCP connections on the publish port, in their handshake or subscribed.");
+  line("halite_publish_port_connections", id,
+       static_cast<double>(publisher->publish_port_connections()));
+  help("halite_publish_port_closed_total", "counter",
+       "Publish port connections closed for what they sent, or for no subscription in time.");
+  line("halite_publish_port_closed_total", id, publisher->refused_subscribers());
+  help("halite_publish_topic_subscriptions_total", "counter",
+       "Subscriptions to a topic other than \"\" (zmq_filtering), which receive nothing.");
+  line("halite_publish_topic_subscriptions_total", id, publisher->topic_subscriptions());
+  help("halite_publishes_dropped_total", "counter",
+       "Publishes a minion missed because its connection's queue (pub_hwm) was full.");
+  line("halite_publishes_dropped_total", id, publisher->dropped_publishes());
   help("halite_bad_requests_total", "counter", "Requests answered \"bad load\".");
   line("halite_bad_requests_total", id, counters.bad_requests.load());
   help("halite_minion_events_rejected_total", "counter", "Minion events refused, by reason.");

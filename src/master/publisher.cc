@@ -3,7 +3,6 @@
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
 
-#include <cstring>
 #include <future>
 
 #include "halite/wire/event.h"
@@ -18,28 +17,34 @@ Publisher::Publisher(zmq::context_t& context, transport::ZmqLoop& loop, AesKeyRi
       signing_key_(std::move(signing_key)),
       options_(std::move(options)) {
   if (options_.replay) replay_.emplace(options_.replay_options);
+  transport::PubServerOptions pub;
+  pub.endpoint = options_.publish_endpoint;
+  pub.backlog = options_.backlog;
+  pub.ipv6 = options_.ipv6;
+  pub.tcp_keepalive = options_.tcp_keepalive;
+  pub.tcp_keepalive_idle = options_.tcp_keepalive_idle;
+  pub.tcp_keepalive_cnt = options_.tcp_keepalive_cnt;
+  pub.tcp_keepalive_intvl = options_.tcp_keepalive_intvl;
+  pub.sndhwm = options_.pub_hwm;
+  pub.limits.max_frame = kMaxSubscriptionBytes;
+  pub.on_subscriber = [this] { OnSubscriber(); };
+  pub_ = std::make_unique<transport::PubServer>(context_, loop_, std::move(pub));
 }
+
+std::int64_t Publisher::connected_subscribers() const { return pub_->subscribers(); }
+std::int64_t Publisher::publish_port_connections() const { return pub_->connections(); }
+std::uint64_t Publisher::topic_subscriptions() const { return pub_->topics(); }
+std::uint64_t Publisher::refused_subscribers() const { return pub_->refused(); }
+std::uint64_t Publisher::dropped_publishes() const { return pub_->dropped(); }
 
 Status Publisher::Start() {
   std::promise<Status> bound;
   loop_.Post([this, &bound] {
+    if (auto st = pub_->Start(); !st.ok()) {
+      bound.set_value(Error::Unavailable("publisher: " + st.error().message));
+      return;
+    }
     try {
-      pub_ = std::make_unique<zmq::socket_t>(
-          context_, replay_ ? zmq::socket_type::xpub : zmq::socket_type::pub);
-      if (replay_) pub_->set(zmq::sockopt::xpub_verbose, 1);
-      pub_->set(zmq::sockopt::sndhwm, options_.pub_hwm);
-      pub_->set(zmq::sockopt::backlog, options_.backlog);
-      // What a subscriber sends is subscriptions: "" from every minion (a Salt topic with
-      // zmq_filtering is 41 bytes). libzmq keeps each for as long as its connection lives, so
-      // a larger frame drops the connection instead (docs/security.md, finding 21).
-      pub_->set(zmq::sockopt::maxmsgsize, kMaxSubscriptionBytes);
-      pub_->set(zmq::sockopt::linger, 1000);
-      pub_->set(zmq::sockopt::ipv6, options_.ipv6 ? 1 : 0);
-      pub_->set(zmq::sockopt::tcp_keepalive, options_.tcp_keepalive);
-      pub_->set(zmq::sockopt::tcp_keepalive_idle, options_.tcp_keepalive_idle);
-      pub_->set(zmq::sockopt::tcp_keepalive_cnt, options_.tcp_keepalive_cnt);
-      pub_->set(zmq::sockopt::tcp_keepalive_intvl, options_.tcp_keepalive_intvl);
-      pub_->bind(options_.publish_endpoint);
       events_socket_ = std::make_unique<zmq::socket_t>(context_, zmq::socket_type::pub);
       events_socket_->set(zmq::sockopt::sndhwm, 100000);
       events_socket_->set(zmq::sockopt::linger, 0);
@@ -47,45 +52,19 @@ Status Publisher::Start() {
       if (!options_.event_socket_path.empty()) {
         ::chmod(options_.event_socket_path.c_str(), options_.event_socket_mode);
       }
-      // Count subscriber connections for /metrics through libzmq's socket monitor.
-      const std::string monitor_ep =
-          "inproc://halite-pub-monitor-" + std::to_string(reinterpret_cast<std::uintptr_t>(this));
-      if (zmq_socket_monitor(pub_->handle(), monitor_ep.c_str(),
-                             ZMQ_EVENT_ACCEPTED | ZMQ_EVENT_DISCONNECTED) == 0) {
-        monitor_ = std::make_unique<zmq::socket_t>(context_, zmq::socket_type::pair);
-        monitor_->set(zmq::sockopt::linger, 0);
-        monitor_->connect(monitor_ep);
-        monitor_watch_ = loop_.Watch(*monitor_, [this] {
-          zmq::message_t event;
-          if (!monitor_->recv(event, zmq::recv_flags::dontwait)) return;
-          zmq::message_t address;
-          if (event.more()) (void)monitor_->recv(address, zmq::recv_flags::dontwait);
-          if (event.size() < 2) return;
-          std::uint16_t id = 0;
-          std::memcpy(&id, event.data(), sizeof id);
-          if (id == ZMQ_EVENT_ACCEPTED) connected_++;
-          if (id == ZMQ_EVENT_DISCONNECTED) connected_--;
-        });
-      }
-      if (replay_) pub_watch_ = loop_.Watch(*pub_, [this] { OnSubscriptionReadable(); });
-      loop_.AddShutdownHook([this] {
-        if (replay_timer_ != 0) loop_.CancelTimer(replay_timer_);
-        if (pub_watch_ != 0) loop_.Unwatch(pub_watch_);
-        if (monitor_) {
-          loop_.Unwatch(monitor_watch_);
-          zmq_socket_monitor(pub_->handle(), nullptr, 0);
-          monitor_.reset();
-        }
-        pub_.reset();
-        events_socket_.reset();
-      });
-      bound.set_value(OkStatus());
     } catch (const zmq::error_t& e) {
-      pub_.reset();
+      pub_->Stop();
       events_socket_.reset();
-      bound.set_value(Error::Unavailable("publisher cannot bind " + options_.publish_endpoint +
-                                         " / " + options_.event_endpoint + ": " + e.what()));
+      bound.set_value(
+          Error::Unavailable("publisher cannot bind " + options_.event_endpoint + ": " + e.what()));
+      return;
     }
+    loop_.AddShutdownHook([this] {
+      if (replay_timer_ != 0) loop_.CancelTimer(replay_timer_);
+      pub_->Stop();
+      events_socket_.reset();
+    });
+    bound.set_value(OkStatus());
   });
   return bound.get_future().get();
 }
@@ -136,7 +115,6 @@ void Publisher::NoteReturn(std::string_view tag) {
 
 Status Publisher::Publish(wire::Value pub_load) {
   loop_.Post([this, load = std::move(pub_load)]() mutable {
-    if (!pub_) return;
     if (replay_) replay_->Remember(load, PublishReplay::Clock::now());
     if (SendOnLoop(std::move(load))) published_++;
   });
@@ -165,31 +143,14 @@ bool Publisher::SendOnLoop(wire::Value load) {
     envelope.Set("sig_algo", std::string(wire::SigAlgoName(options_.sig_hash)));
     envelope.Set("sig", std::move(*sig));
   }
-  std::string frame = wire::Pack(envelope);
-  bool sent = false;
-  try {
-    pub_->send(zmq::buffer(frame), zmq::send_flags::dontwait);
-    sent = true;
-  } catch (const zmq::error_t& e) {
-    spdlog::error("publish failed: {}", e.what());
-  }
-  if (pub_watch_ != 0) loop_.MarkDirty(pub_watch_);
-  return sent;
+  (void)pub_->Send(wire::Pack(envelope));
+  return true;
 }
 
-// One message per subscription change: "\x01<topic>" subscribes, "\x00<topic>" unsubscribes.
-// With XPUB_VERBOSE every minion's subscription arrives, not just the first per topic.
-void Publisher::OnSubscriptionReadable() {
+// A connection subscribed to every publish: a minion arrived (or came back).
+void Publisher::OnSubscriber() {
   HALITE_DCHECK(loop_.IsCurrentThread());
-  zmq::message_t message;
-  try {
-    if (!pub_->recv(message, zmq::recv_flags::dontwait)) return;
-  } catch (const zmq::error_t& e) {
-    spdlog::warn("publisher: reading subscriptions failed: {}", e.what());
-    return;
-  }
-  if (message.size() == 0 || static_cast<const char*>(message.data())[0] != 1) return;
-  subscriptions_++;
+  if (!replay_) return;
   const auto now = PublishReplay::Clock::now();
   auto at = replay_->OnSubscriber(now);
   if (!at) return;
@@ -202,7 +163,6 @@ void Publisher::OnSubscriptionReadable() {
 
 void Publisher::ReplayOnLoop() {
   HALITE_DCHECK(loop_.IsCurrentThread());
-  if (!pub_) return;
   std::vector<wire::Value> loads = replay_->TakeReplay(PublishReplay::Clock::now());
   if (loads.empty()) return;
   replays_++;

@@ -1,4 +1,5 @@
-// The publisher: sole owner of the minion-facing PUB socket (publish_port) and of the local
+// The publisher: sole owner of the minion-facing publish port (transport::PubServer, ZMTP to
+// each subscriber; publish_port) and of the local
 // event bus socket (a ZeroMQ PUB on ipc://<sock_dir>/halite_event_pub.ipc, mode 0600, 0666
 // with publisher_acl; one
 // frame per event, the packed Salt event, so subscribers filter by tag prefix).
@@ -22,13 +23,15 @@
 #include "halite/master/keyring.h"
 #include "halite/master/publish_replay.h"
 #include "halite/master/services.h"
+#include "halite/transport/pub_server.h"
 #include "halite/transport/zmq_loop.h"
 #include "halite/wire/rsa.h"
 
 namespace halite::master {
 
 // The largest frame a subscriber may send on the publish port; a larger one drops its
-// connection. Subscriptions are all a subscriber sends.
+// connection. Subscriptions are all a subscriber sends ("" from a minion; a Salt topic with
+// zmq_filtering is 41 bytes).
 inline constexpr std::int64_t kMaxSubscriptionBytes = 1024;
 
 struct PublisherOptions {
@@ -46,8 +49,8 @@ struct PublisherOptions {
   bool sign_pub_messages = true;
   wire::SigHash sig_hash = wire::SigHash::kSha1;
   bool with_serial = true;  // false in cluster mode (salt-wire 10.3)
-  // Re-publish live jobs when minions subscribe (publish_replay.h). The socket is then an
-  // XPUB with XPUB_VERBOSE, so every subscription (one per minion connection) is seen.
+  // Re-publish live jobs when minions subscribe (publish_replay.h): one "" subscription per
+  // minion connection.
   bool replay = true;
   PublishReplayOptions replay_options;
 };
@@ -75,17 +78,24 @@ class Publisher final : public EventSink, public JobPublisher {
 
   std::uint64_t published() const { return published_.load(); }
   std::uint64_t events_fired() const { return events_.load(); }
-  // TCP connections on the publish port right now (minions subscribed here).
-  std::int64_t connected_subscribers() const { return connected_.load(); }
-  std::uint64_t replays() const { return replays_.load(); }              // replay rounds
-  std::uint64_t replayed() const { return replayed_.load(); }            // publishes re-sent
-  std::uint64_t subscriptions() const { return subscriptions_.load(); }  // seen on the XPUB
+  // Connections subscribed to every publish right now (minions connected here).
+  std::int64_t connected_subscribers() const;
+  // TCP connections on the publish port, subscribed or not.
+  std::int64_t publish_port_connections() const;
+  // Subscriptions to a topic other than "", which get nothing (zmq_filtering minions).
+  std::uint64_t topic_subscriptions() const;
+  // Connections closed for what they sent (or did not send) on the publish port.
+  std::uint64_t refused_subscribers() const;
+  // Publishes a connection missed because its queue was full.
+  std::uint64_t dropped_publishes() const;
+  std::uint64_t replays() const { return replays_.load(); }    // replay rounds
+  std::uint64_t replayed() const { return replayed_.load(); }  // publishes re-sent
 
  private:
   void SendEvent(const std::string& tag, const wire::Value& data);
   void NoteReturn(std::string_view tag);
   bool SendOnLoop(wire::Value load);  // encrypt, sign, send; false on failure (logged)
-  void OnSubscriptionReadable();      // XPUB: subscription messages
+  void OnSubscriber();                // a connection subscribed to ""
   void ReplayOnLoop();
 
   zmq::context_t& context_;
@@ -93,20 +103,15 @@ class Publisher final : public EventSink, public JobPublisher {
   AesKeyRing& aes_;
   const wire::RsaPrivateKey signing_key_;
   const PublisherOptions options_;
-  std::unique_ptr<zmq::socket_t> pub_;            // loop thread only
+  std::unique_ptr<transport::PubServer> pub_;     // loop thread only (counters: any)
   std::unique_ptr<zmq::socket_t> events_socket_;  // loop thread only
-  std::unique_ptr<zmq::socket_t> monitor_;        // loop thread only: PUB connection events
-  transport::ZmqLoop::WatchId monitor_watch_ = 0;
-  transport::ZmqLoop::WatchId pub_watch_ = 0;  // XPUB input (replay on)
-  std::optional<PublishReplay> replay_;        // loop thread only; set when options_.replay
+  std::optional<PublishReplay> replay_;           // loop thread only; set when options_.replay
   transport::ZmqLoop::TimerId replay_timer_ = 0;
   std::vector<EventObserver> observers_;  // loop thread only
   std::atomic<std::uint64_t> published_{0};
   std::atomic<std::uint64_t> events_{0};
-  std::atomic<std::int64_t> connected_{0};
   std::atomic<std::uint64_t> replays_{0};
   std::atomic<std::uint64_t> replayed_{0};
-  std::atomic<std::uint64_t> subscriptions_{0};
 };
 
 }  // namespace halite::master
