@@ -1,0 +1,165 @@
+// The publish port's fan-out: halite's transport::PubServer (ZMTP spoken by halite on a
+// ZMQ_STREAM socket) against libzmq's XPUB, which it replaced (docs/security.md, finding 21),
+// in the same run, with the same K libzmq SUB peers over tcp loopback.
+//   halite_publish_bench IP [--subscribers K] [--messages N] [--size BYTES]
+// Prints "xpub <deliveries/s>" and "pubserver <deliveries/s> <publishing-thread CPU s>" lines,
+// and the XPUB's CPU the same way. IP is an IPv4 literal on loopback; nothing is resolved.
+#include <sys/resource.h>
+#include <time.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <future>
+#include <string>
+#include <thread>
+#include <vector>
+#include <zmq.hpp>
+
+#include "halite/transport/pub_server.h"
+#include "halite/transport/zmq_loop.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Args {
+  std::string ip;
+  long subscribers = 1000;
+  long messages = 200;
+  long size = 2000;  // a small job publish, encrypted and signed
+};
+
+double ThreadCpu() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
+}
+
+std::vector<zmq::socket_t> Subscribers(zmq::context_t& context, const Args& a,
+                                       const std::string& endpoint) {
+  std::vector<zmq::socket_t> subs;
+  for (long i = 0; i < a.subscribers; ++i) {
+    subs.emplace_back(context, zmq::socket_type::sub);
+    subs.back().set(zmq::sockopt::rcvhwm, 0);
+    subs.back().set(zmq::sockopt::linger, 0);
+    subs.back().set(zmq::sockopt::subscribe, "");
+    subs.back().connect(endpoint);
+  }
+  return subs;
+}
+
+// Reads every message on every subscriber; returns the seconds from t0 until the last.
+double Drain(std::vector<zmq::socket_t>& subs, const Args& a, Clock::time_point t0) {
+  std::vector<zmq::pollitem_t> items;
+  for (auto& s : subs) items.push_back({s.handle(), 0, ZMQ_POLLIN, 0});
+  std::vector<long> got(subs.size(), 0);
+  long remaining = a.subscribers * a.messages;
+  while (remaining > 0) {
+    zmq::poll(items.data(), items.size(), std::chrono::milliseconds(-1));
+    for (std::size_t i = 0; i < subs.size(); ++i) {
+      if (!(items[i].revents & ZMQ_POLLIN)) continue;
+      zmq::message_t message;
+      while (got[i] < a.messages && subs[i].recv(message, zmq::recv_flags::dontwait)) {
+        ++got[i];
+        --remaining;
+      }
+    }
+  }
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+void Xpub(const Args& a) {
+  zmq::context_t context(1);
+  context.set(zmq::ctxopt::max_sockets, 4 * static_cast<int>(a.subscribers) + 64);
+  zmq::socket_t pub(context, zmq::socket_type::xpub);
+  pub.set(zmq::sockopt::sndhwm, 0);
+  pub.set(zmq::sockopt::linger, 0);
+  pub.set(zmq::sockopt::xpub_verbose, 1);
+  pub.bind("tcp://" + a.ip + ":*");
+  auto subs = Subscribers(context, a, pub.get(zmq::sockopt::last_endpoint));
+  for (long i = 0; i < a.subscribers; ++i) {
+    zmq::message_t subscription;
+    (void)pub.recv(subscription);
+  }
+  double cpu = 0;
+  const auto t0 = Clock::now();
+  std::thread sender([&] {
+    const double c0 = ThreadCpu();
+    std::string body(static_cast<std::size_t>(a.size), 'x');
+    for (long i = 0; i < a.messages; ++i) pub.send(zmq::buffer(body));
+    cpu = ThreadCpu() - c0;
+  });
+  const double seconds = Drain(subs, a, t0);
+  sender.join();
+  std::printf("xpub %.0f deliveries/s, %.3f s sender CPU\n",
+              static_cast<double>(a.subscribers * a.messages) / seconds, cpu);
+}
+
+void Server(const Args& a) {
+  zmq::context_t context(1);
+  context.set(zmq::ctxopt::max_sockets, 4 * static_cast<int>(a.subscribers) + 64);
+  halite::transport::ZmqLoop loop("bench-pub");
+  loop.Start();
+  std::unique_ptr<halite::transport::PubServer> server;
+  std::promise<std::string> bound;
+  loop.Post([&] {
+    halite::transport::PubServerOptions options;
+    options.endpoint = "tcp://" + a.ip + ":*";
+    options.sndhwm = 0;
+    server = std::make_unique<halite::transport::PubServer>(context, loop, options);
+    if (!server->Start().ok()) std::abort();
+    bound.set_value(std::string(server->last_endpoint()));
+  });
+  auto subs = Subscribers(context, a, bound.get_future().get());
+  while (server->subscribers() < a.subscribers) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  std::promise<double> cpu;
+  const auto t0 = Clock::now();
+  loop.Post([&] {
+    const double c0 = ThreadCpu();
+    std::string body(static_cast<std::size_t>(a.size), 'x');
+    for (long i = 0; i < a.messages; ++i) server->Send(body);
+    cpu.set_value(ThreadCpu() - c0);
+  });
+  const double seconds = Drain(subs, a, t0);
+  std::printf("pubserver %.0f deliveries/s, %.3f s sender CPU\n",
+              static_cast<double>(a.subscribers * a.messages) / seconds, cpu.get_future().get());
+  loop.Post([&] { server->Stop(); });
+  loop.Stop();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || (argc - 2) % 2 != 0) {
+    std::fprintf(stderr,
+                 "usage: halite_publish_bench IP [--subscribers K] [--messages N] "
+                 "[--size BYTES]\n");
+    return 64;
+  }
+  Args a;
+  a.ip = argv[1];
+  for (int i = 2; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i];
+    const long v = std::strtol(argv[i + 1], nullptr, 10);
+    if (v <= 0) return 64;
+    if (flag == "--subscribers") {
+      a.subscribers = v;
+    } else if (flag == "--messages") {
+      a.messages = v;
+    } else if (flag == "--size") {
+      a.size = v;
+    } else {
+      return 64;
+    }
+  }
+  rlimit nofile{};
+  getrlimit(RLIMIT_NOFILE, &nofile);
+  nofile.rlim_cur = nofile.rlim_max;
+  setrlimit(RLIMIT_NOFILE, &nofile);
+  Xpub(a);
+  Server(a);
+  return 0;
+}
