@@ -241,6 +241,19 @@ def main():
         seeds.add("peer_frame_fuzz", pack(fr, True))
     for h in HTTP:
         seeds.add("health_http_fuzz", h)
+    # A libzmq SUB's greeting (ZMTP 3.1, NULL), its READY, then subscriptions and a PING.
+    greeting = b"\xff" + b"\x00" * 8 + b"\x7f\x03\x01" + b"NULL".ljust(20, b"\x00") + b"\x00" * 32
+
+    def command(name, body):
+        b = bytes([len(name)]) + name + body
+        return bytes([4, len(b)]) + b
+
+    ready = command(b"READY", b"\x0bSocket-Type" + (3).to_bytes(4, "big") + b"SUB")
+    subs = b"\x00\x01\x01" + b"\x00\x0a\x01broadcast" + b"\x00\x01\x00"
+    subs += command(b"SUBSCRIBE", b"t") + command(b"PING", b"\x00\x0actx")
+    for chunk in (0, 1, 7, 64):
+        seeds.add("zmtp_fuzz", bytes([chunk]) + greeting + ready + subs)
+    seeds.add("zmtp_fuzz", b"\x00" + greeting + command(b"READY", b""))
     for c in CONFIGS:
         seeds.add("config_fuzz", c)
     for t, body in API_BODIES:
