@@ -32,6 +32,8 @@
 #include <zmq.hpp>
 #include <zmq_addon.hpp>
 
+#include "fanout.h"
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -125,13 +127,7 @@ int Fanout(const Args& a) {
   pub.set(zmq::sockopt::sndhwm, 0);
   pub.set(zmq::sockopt::xpub_verbose, 1);  // every subscription, not just the first per topic
   const std::string endpoint = BindAnyPort(pub, a.target);
-  std::vector<zmq::socket_t> subs;
-  for (long i = 0; i < a.subscribers; ++i) {
-    subs.emplace_back(context, zmq::socket_type::sub);
-    subs.back().set(zmq::sockopt::rcvhwm, 0);
-    subs.back().set(zmq::sockopt::subscribe, "");
-    subs.back().connect(endpoint);
-  }
+  auto subs = halite::bench::FanoutSubscribers(context, a.subscribers, endpoint);
   for (long i = 0; i < a.subscribers; ++i) {
     zmq::message_t subscription;
     (void)pub.recv(subscription);
@@ -141,22 +137,7 @@ int Fanout(const Args& a) {
     for (long i = 0; i < a.messages; ++i) pub.send(zmq::buffer(body));
   });
   const auto t0 = Clock::now();
-  std::vector<zmq::pollitem_t> items;
-  for (auto& s : subs) items.push_back({s.handle(), 0, ZMQ_POLLIN, 0});
-  std::vector<long> got(subs.size(), 0);
-  long remaining = a.subscribers * a.messages;
-  while (remaining > 0) {
-    zmq::poll(items.data(), items.size(), std::chrono::milliseconds(-1));
-    for (std::size_t i = 0; i < subs.size(); ++i) {
-      if (!(items[i].revents & ZMQ_POLLIN)) continue;
-      zmq::message_t message;
-      while (got[i] < a.messages && subs[i].recv(message, zmq::recv_flags::dontwait)) {
-        ++got[i];
-        --remaining;
-      }
-    }
-  }
-  const double seconds = Since(t0);
+  const double seconds = halite::bench::DrainFanout(subs, a.messages, t0);
   sender.join();
   std::printf("zmq_fanout %.0f deliveries/s\n",
               static_cast<double>(a.subscribers * a.messages) / seconds);

@@ -16,6 +16,7 @@
 #include <vector>
 #include <zmq.hpp>
 
+#include "fanout.h"
 #include "halite/transport/pub_server.h"
 #include "halite/transport/zmq_loop.h"
 
@@ -36,39 +37,6 @@ double ThreadCpu() {
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
 }
 
-std::vector<zmq::socket_t> Subscribers(zmq::context_t& context, const Args& a,
-                                       const std::string& endpoint) {
-  std::vector<zmq::socket_t> subs;
-  for (long i = 0; i < a.subscribers; ++i) {
-    subs.emplace_back(context, zmq::socket_type::sub);
-    subs.back().set(zmq::sockopt::rcvhwm, 0);
-    subs.back().set(zmq::sockopt::linger, 0);
-    subs.back().set(zmq::sockopt::subscribe, "");
-    subs.back().connect(endpoint);
-  }
-  return subs;
-}
-
-// Reads every message on every subscriber; returns the seconds from t0 until the last.
-double Drain(std::vector<zmq::socket_t>& subs, const Args& a, Clock::time_point t0) {
-  std::vector<zmq::pollitem_t> items;
-  for (auto& s : subs) items.push_back({s.handle(), 0, ZMQ_POLLIN, 0});
-  std::vector<long> got(subs.size(), 0);
-  long remaining = a.subscribers * a.messages;
-  while (remaining > 0) {
-    zmq::poll(items.data(), items.size(), std::chrono::milliseconds(-1));
-    for (std::size_t i = 0; i < subs.size(); ++i) {
-      if (!(items[i].revents & ZMQ_POLLIN)) continue;
-      zmq::message_t message;
-      while (got[i] < a.messages && subs[i].recv(message, zmq::recv_flags::dontwait)) {
-        ++got[i];
-        --remaining;
-      }
-    }
-  }
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
 void Xpub(const Args& a) {
   zmq::context_t context(1);
   context.set(zmq::ctxopt::max_sockets, 4 * static_cast<int>(a.subscribers) + 64);
@@ -77,7 +45,8 @@ void Xpub(const Args& a) {
   pub.set(zmq::sockopt::linger, 0);
   pub.set(zmq::sockopt::xpub_verbose, 1);
   pub.bind("tcp://" + a.ip + ":*");
-  auto subs = Subscribers(context, a, pub.get(zmq::sockopt::last_endpoint));
+  auto subs = halite::bench::FanoutSubscribers(context, a.subscribers,
+                                               pub.get(zmq::sockopt::last_endpoint));
   for (long i = 0; i < a.subscribers; ++i) {
     zmq::message_t subscription;
     (void)pub.recv(subscription);
@@ -90,7 +59,7 @@ void Xpub(const Args& a) {
     for (long i = 0; i < a.messages; ++i) pub.send(zmq::buffer(body));
     cpu = ThreadCpu() - c0;
   });
-  const double seconds = Drain(subs, a, t0);
+  const double seconds = halite::bench::DrainFanout(subs, a.messages, t0);
   sender.join();
   std::printf("xpub %.0f deliveries/s, %.3f s sender CPU\n",
               static_cast<double>(a.subscribers * a.messages) / seconds, cpu);
@@ -111,7 +80,7 @@ void Server(const Args& a) {
     if (!server->Start().ok()) std::abort();
     bound.set_value(std::string(server->last_endpoint()));
   });
-  auto subs = Subscribers(context, a, bound.get_future().get());
+  auto subs = halite::bench::FanoutSubscribers(context, a.subscribers, bound.get_future().get());
   while (server->subscribers() < a.subscribers) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
@@ -123,7 +92,7 @@ void Server(const Args& a) {
     for (long i = 0; i < a.messages; ++i) server->Send(body);
     cpu.set_value(ThreadCpu() - c0);
   });
-  const double seconds = Drain(subs, a, t0);
+  const double seconds = halite::bench::DrainFanout(subs, a.messages, t0);
   std::printf("pubserver %.0f deliveries/s, %.3f s sender CPU\n",
               static_cast<double>(a.subscribers * a.messages) / seconds, cpu.get_future().get());
   loop.Post([&] { server->Stop(); });

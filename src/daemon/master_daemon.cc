@@ -222,17 +222,17 @@ Result<std::unique_ptr<MasterDaemon>> MasterDaemon::Create(config::MasterConfig 
       "worker", static_cast<std::size_t>(std::max(1, cfg.worker_threads)));
 
   master::PublisherOptions pub_options;
-  pub_options.publish_endpoint = TcpEndpoint(cfg.interface, cfg.publish_port);
+  pub_options.port.endpoint = TcpEndpoint(cfg.interface, cfg.publish_port);
   pub_options.event_socket_path = (sock_dir / "halite_event_pub.ipc").string();
   pub_options.event_endpoint = "ipc://" + pub_options.event_socket_path;
   if (local_users) pub_options.event_socket_mode = 0666;
-  pub_options.pub_hwm = cfg.pub_hwm;
-  pub_options.backlog = cfg.zmq_backlog;
-  pub_options.ipv6 = cfg.ipv6;
-  pub_options.tcp_keepalive = cfg.tcp_keepalive ? 1 : 0;
-  pub_options.tcp_keepalive_idle = cfg.tcp_keepalive_idle;
-  pub_options.tcp_keepalive_cnt = cfg.tcp_keepalive_cnt;
-  pub_options.tcp_keepalive_intvl = cfg.tcp_keepalive_intvl;
+  pub_options.port.sndhwm = cfg.pub_hwm;
+  pub_options.port.backlog = cfg.zmq_backlog;
+  pub_options.port.ipv6 = cfg.ipv6;
+  pub_options.port.tcp_keepalive = cfg.tcp_keepalive ? 1 : 0;
+  pub_options.port.tcp_keepalive_idle = cfg.tcp_keepalive_idle;
+  pub_options.port.tcp_keepalive_cnt = cfg.tcp_keepalive_cnt;
+  pub_options.port.tcp_keepalive_intvl = cfg.tcp_keepalive_intvl;
   pub_options.sign_pub_messages = cfg.sign_pub_messages;
   HALITE_ASSIGN_OR_RETURN(pub_options.sig_hash, wire::ParseSigAlgo(cfg.publish_signing_algorithm));
   pub_options.with_serial = cfg.cluster_id.empty();

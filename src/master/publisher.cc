@@ -17,15 +17,7 @@ Publisher::Publisher(zmq::context_t& context, transport::ZmqLoop& loop, AesKeyRi
       signing_key_(std::move(signing_key)),
       options_(std::move(options)) {
   if (options_.replay) replay_.emplace(options_.replay_options);
-  transport::PubServerOptions pub;
-  pub.endpoint = options_.publish_endpoint;
-  pub.backlog = options_.backlog;
-  pub.ipv6 = options_.ipv6;
-  pub.tcp_keepalive = options_.tcp_keepalive;
-  pub.tcp_keepalive_idle = options_.tcp_keepalive_idle;
-  pub.tcp_keepalive_cnt = options_.tcp_keepalive_cnt;
-  pub.tcp_keepalive_intvl = options_.tcp_keepalive_intvl;
-  pub.sndhwm = options_.pub_hwm;
+  transport::PubServerOptions pub = options_.port;
   pub.limits.max_frame = kMaxSubscriptionBytes;
   pub.on_subscriber = [this] { OnSubscriber(); };
   pub_ = std::make_unique<transport::PubServer>(context_, loop_, std::move(pub));

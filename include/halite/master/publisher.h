@@ -35,17 +35,12 @@ namespace halite::master {
 inline constexpr std::int64_t kMaxSubscriptionBytes = 1024;
 
 struct PublisherOptions {
-  std::string publish_endpoint;     // tcp://<interface>:<publish_port>
+  // The publish port: endpoint tcp://<interface>:<publish_port>, sndhwm = pub_hwm, backlog,
+  // ipv6, keepalive. Its frame limit (kMaxSubscriptionBytes) and on_subscriber are set here.
+  transport::PubServerOptions port;
   std::string event_endpoint;       // ipc://<sock_dir>/halite_event_pub.ipc
   std::string event_socket_path;    // the file of event_endpoint, for chmod
   mode_t event_socket_mode = 0600;  // 0666 with publisher_acl (its users follow their jobs)
-  int pub_hwm = 1000;
-  int backlog = 1000;
-  bool ipv6 = false;
-  int tcp_keepalive = 1;
-  int tcp_keepalive_idle = 300;
-  int tcp_keepalive_cnt = -1;
-  int tcp_keepalive_intvl = -1;
   bool sign_pub_messages = true;
   wire::SigHash sig_hash = wire::SigHash::kSha1;
   bool with_serial = true;  // false in cluster mode (salt-wire 10.3)
