@@ -2,7 +2,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include <cerrno>
 #include <cstring>
 #include <vector>
 
@@ -74,9 +73,7 @@ void PubServer::OnData(const std::string& id, std::string_view data, std::string
   auto it = connections_by_id_.find(id);
   if (data.empty()) {
     if (it != connections_by_id_.end()) {  // its end
-      if (it->second.everything) subscribers_--;
-      connections_by_id_.erase(it);
-      connections_--;
+      Forget(it);
       return;
     }
     // A new connection (or the end of one closed here, whose send below fails): greet it.
@@ -140,6 +137,10 @@ void PubServer::Close(Connections::iterator it, const std::string& why) {
   }
   zmq::message_t end;  // empty bytes close a ZMQ_STREAM connection
   (void)SendTo(it->first, end);
+  Forget(it);
+}
+
+void PubServer::Forget(Connections::iterator it) {
   if (it->second.everything) subscribers_--;
   connections_by_id_.erase(it);
   connections_--;

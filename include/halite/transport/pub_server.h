@@ -81,7 +81,8 @@ class PubServer {
 
   void OnReadable();
   void OnData(const std::string& id, std::string_view data, std::string peer);
-  void Close(Connections::iterator it, const std::string& why);
+  void Close(Connections::iterator it, const std::string& why);  // ends it here, counted
+  void Forget(Connections::iterator it);                         // drops it from the table
   bool SendTo(const std::string& id, zmq::message_t& message);
   void SweepHandshakes();
 
