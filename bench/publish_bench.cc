@@ -5,7 +5,6 @@
 // Prints "xpub <deliveries/s>" and "pubserver <deliveries/s> <publishing-thread CPU s>" lines,
 // and the XPUB's CPU the same way. IP is an IPv4 literal on loopback; nothing is resolved.
 #include <sys/resource.h>
-#include <time.h>
 
 #include <chrono>
 #include <cstdio>
@@ -17,6 +16,7 @@
 #include <zmq.hpp>
 
 #include "fanout.h"
+#include "halite/common/cpu_budget.h"
 #include "halite/transport/pub_server.h"
 #include "halite/transport/zmq_loop.h"
 
@@ -24,18 +24,14 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+double Seconds(std::chrono::nanoseconds t) { return std::chrono::duration<double>(t).count(); }
+
 struct Args {
   std::string ip;
   long subscribers = 1000;
   long messages = 200;
   long size = 2000;  // a small job publish, encrypted and signed
 };
-
-double ThreadCpu() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
-}
 
 void Xpub(const Args& a) {
   zmq::context_t context(1);
@@ -54,10 +50,10 @@ void Xpub(const Args& a) {
   double cpu = 0;
   const auto t0 = Clock::now();
   std::thread sender([&] {
-    const double c0 = ThreadCpu();
+    const double c0 = Seconds(halite::ThreadCpuTime());
     std::string body(static_cast<std::size_t>(a.size), 'x');
     for (long i = 0; i < a.messages; ++i) pub.send(zmq::buffer(body));
-    cpu = ThreadCpu() - c0;
+    cpu = Seconds(halite::ThreadCpuTime()) - c0;
   });
   const double seconds = halite::bench::DrainFanout(subs, a.messages, t0);
   sender.join();
@@ -87,10 +83,10 @@ void Server(const Args& a) {
   std::promise<double> cpu;
   const auto t0 = Clock::now();
   loop.Post([&] {
-    const double c0 = ThreadCpu();
+    const double c0 = Seconds(halite::ThreadCpuTime());
     std::string body(static_cast<std::size_t>(a.size), 'x');
     for (long i = 0; i < a.messages; ++i) server->Send(body);
-    cpu.set_value(ThreadCpu() - c0);
+    cpu.set_value(Seconds(halite::ThreadCpuTime()) - c0);
   });
   const double seconds = halite::bench::DrainFanout(subs, a.messages, t0);
   std::printf("pubserver %.0f deliveries/s, %.3f s sender CPU\n",
