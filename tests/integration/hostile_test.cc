@@ -22,6 +22,7 @@
 #include "halite/wire/encoding.h"
 #include "halite/wire/event.h"
 #include "harness.h"
+#include "monitored_socket.h"
 #include "raw_client.h"
 #include "test_keys.h"
 #include "wait.h"
@@ -876,30 +877,13 @@ TEST_F(HostileTest, AStrangersSubscriptionFramesOn4505CannotMakeEveryJobBeResent
 
 namespace {
 
-// A stranger's XSUB on 4505 whose connection and disconnection can be awaited.
-struct PublishPortStranger {
-  PublishPortStranger(zmq::context_t& ctx, const std::string& endpoint, int n)
-      : socket(ctx, zmq::socket_type::xsub), monitor(ctx, zmq::socket_type::pair) {
-    socket.set(zmq::sockopt::linger, 0);
-    const std::string ep = "inproc://stranger-monitor-" + std::to_string(n);
-    HALITE_CHECK(zmq_socket_monitor(socket.handle(), ep.c_str(),
-                                    ZMQ_EVENT_HANDSHAKE_SUCCEEDED | ZMQ_EVENT_DISCONNECTED) == 0);
-    monitor.set(zmq::sockopt::rcvtimeo, 15000);
-    monitor.connect(ep);
-    socket.connect(endpoint);
-  }
-  ~PublishPortStranger() { zmq_socket_monitor(socket.handle(), nullptr, 0); }
-  int NextEvent() {
-    zmq::message_t event, address;
-    if (!monitor.recv(event).has_value()) return 0;  // none within 15 s
-    if (event.more()) (void)monitor.recv(address);
-    std::uint16_t id = 0;
-    std::memcpy(&id, event.data(), sizeof id);
-    return id;
-  }
-  zmq::socket_t socket;
-  zmq::socket_t monitor;
-};
+// A stranger's XSUB connected to 4505, whose handshake and disconnection can be awaited.
+std::unique_ptr<MonitoredSocket> PublishPortStranger(zmq::context_t& ctx,
+                                                     const std::string& endpoint) {
+  auto stranger = std::make_unique<MonitoredSocket>(ctx, zmq::socket_type::xsub);
+  stranger->socket.connect(endpoint);
+  return stranger;
+}
 
 }  // namespace
 
@@ -909,18 +893,18 @@ struct PublishPortStranger {
 TEST_F(HostileTest, AnOversizedSubscriptionFrameOn4505DropsItsConnection) {
   MasterUnderTest master(tmp_.path(), Spec());
   master.Start();
-  PublishPortStranger stranger(ctx_, "tcp://" + master.ip() + ":4505", 1);
-  ASSERT_EQ(stranger.NextEvent(), ZMQ_EVENT_HANDSHAKE_SUCCEEDED);
+  auto stranger = PublishPortStranger(ctx_, "tcp://" + master.ip() + ":4505");
+  ASSERT_EQ(stranger->NextEvent(), ZMQ_EVENT_HANDSHAKE_SUCCEEDED);
   // A subscription of the largest size taken keeps the connection; one byte more drops it.
   std::string frame(master::kMaxSubscriptionBytes, 'x');
   frame[0] = 1;
-  ASSERT_TRUE(stranger.socket.send(zmq::buffer(frame), zmq::send_flags::none).has_value());
+  ASSERT_TRUE(stranger->socket.send(zmq::buffer(frame), zmq::send_flags::none).has_value());
   // (Not a subscription on this side: the stranger's own XSUB would store it in a trie that
   // recurses once per byte.)
   std::string big(10u << 20, 'y');
   big[0] = 2;
-  ASSERT_TRUE(stranger.socket.send(zmq::buffer(big), zmq::send_flags::none).has_value());
-  EXPECT_EQ(stranger.NextEvent(), ZMQ_EVENT_DISCONNECTED)
+  ASSERT_TRUE(stranger->socket.send(zmq::buffer(big), zmq::send_flags::none).has_value());
+  EXPECT_EQ(stranger->NextEvent(), ZMQ_EVENT_DISCONNECTED)
       << "the master kept the connection that sent a 10 MiB frame";
   EXPECT_EQ(MetricOr0(master, Labels("halite_publish_port_closed_total")), 1);
 }
@@ -937,22 +921,19 @@ TEST_F(HostileTest, ManyDistinctSubscriptionsOn4505AreNotKept) {
                      ":quarantine_size_mb=4:thread_local_quarantine_size_kb=64");
   MasterUnderTest master(tmp_.path(), spec);
   master.Start();
-  MinionSpec ms;
-  ms.id = "real1";
-  ms.master_ip = master.ip();
-  MinionUnderTest real(tmp_.path(), ms);
-  real.Start();
+  std::vector<std::unique_ptr<MinionUnderTest>> minions;
+  StartMinion(tmp_.path(), "real1", master.ip(), minions);
   std::string last;
   ASSERT_TRUE(EveryMinionAnswers(master, "*", {"test.ping"}, 1, &last)) << last;
   const std::string endpoint = "tcp://" + master.ip() + ":4505";
   const long rss_before = StatusKib(master.pid(), "VmRSS");
   constexpr int kConnections = 300;
   constexpr int kPerConnection = 64;
-  std::vector<std::unique_ptr<PublishPortStranger>> strangers;
+  std::vector<std::unique_ptr<MonitoredSocket>> strangers;
   std::string frame(master::kMaxSubscriptionBytes, 'x');
   frame[0] = 1;
   for (int c = 0; c < kConnections; ++c) {
-    strangers.push_back(std::make_unique<PublishPortStranger>(ctx_, endpoint, 100 + c));
+    strangers.push_back(PublishPortStranger(ctx_, endpoint));
     ASSERT_EQ(strangers.back()->NextEvent(), ZMQ_EVENT_HANDSHAKE_SUCCEEDED) << c;
     for (int i = 0; i < kPerConnection; ++i) {
       const std::string n = std::to_string(c * kPerConnection + i);
@@ -982,11 +963,8 @@ TEST_F(HostileTest, ManyDistinctSubscriptionsOn4505AreNotKept) {
 TEST_F(HostileTest, CatalogueOfBadInputsLeavesTheMasterServing) {
   MasterUnderTest master(tmp_.path(), Spec(true, "max_request_bytes: 1048576\n"));
   master.Start();
-  MinionSpec ms;
-  ms.id = "real1";
-  ms.master_ip = master.ip();
-  MinionUnderTest real(tmp_.path(), ms);
-  real.Start();
+  std::vector<std::unique_ptr<MinionUnderTest>> minions;
+  StartMinion(tmp_.path(), "real1", master.ip(), minions);
   std::string last;
   ASSERT_TRUE(EveryMinionAnswers(master, "*", {"test.ping"}, 1, &last)) << last;
   const long hwm_before = StatusKib(master.pid(), "VmHWM");

@@ -8,10 +8,10 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <cstring>
 #include <future>
 
 #include "loopback.h"
+#include "monitored_socket.h"
 #include "wait.h"
 
 namespace halite::transport {
@@ -48,34 +48,13 @@ class PubServerTest : public ::testing::Test {
     loop_.Post([&] { reached.set_value(server_->Send(message)); });
     return reached.get_future().get();
   }
-  // A peer whose connection events (connected, disconnected) can be awaited.
-  struct Watched {
-    zmq::socket_t socket;
-    zmq::socket_t monitor;
-  };
-  Watched Peer(zmq::socket_type type, int rcvhwm = 1000) {
-    static int n = 0;
-    const std::string ep = "inproc://pub-server-test-" + std::to_string(++n);
-    Watched w{zmq::socket_t(ctx_, type), zmq::socket_t(ctx_, zmq::socket_type::pair)};
-    w.socket.set(zmq::sockopt::linger, 0);
-    w.socket.set(zmq::sockopt::rcvhwm, rcvhwm);
-    EXPECT_EQ(zmq_socket_monitor(w.socket.handle(), ep.c_str(),
-                                 ZMQ_EVENT_HANDSHAKE_SUCCEEDED | ZMQ_EVENT_DISCONNECTED),
-              0);
-    w.monitor.set(zmq::sockopt::rcvtimeo, 15000);
-    w.monitor.connect(ep);
-    w.socket.connect(endpoint_);
-    return w;
+  // A peer connected to the server, whose handshake and disconnection can be awaited.
+  std::unique_ptr<halite::testing::MonitoredSocket> Peer(zmq::socket_type type, int rcvhwm = 1000) {
+    auto peer = std::make_unique<halite::testing::MonitoredSocket>(ctx_, type);
+    peer->socket.set(zmq::sockopt::rcvhwm, rcvhwm);
+    peer->socket.connect(endpoint_);
+    return peer;
   }
-  static int NextEvent(Watched& w) {
-    zmq::message_t event, address;
-    if (!w.monitor.recv(event).has_value()) return 0;
-    if (event.more()) (void)w.monitor.recv(address);
-    std::uint16_t id = 0;
-    std::memcpy(&id, event.data(), sizeof id);
-    return id;
-  }
-  static void Unmonitor(Watched& w) { zmq_socket_monitor(w.socket.handle(), nullptr, 0); }
 
   zmq::context_t ctx_;
   ZmqLoop loop_{"t-pub"};
@@ -88,9 +67,9 @@ class PubServerTest : public ::testing::Test {
 TEST_F(PubServerTest, ASubscriberOfEverythingGetsEachMessage) {
   Start();
   auto sub = Peer(zmq::socket_type::sub);
-  sub.socket.set(zmq::sockopt::subscribe, "");
-  sub.socket.set(zmq::sockopt::rcvtimeo, 10000);
-  ASSERT_EQ(NextEvent(sub), ZMQ_EVENT_HANDSHAKE_SUCCEEDED);
+  sub->socket.set(zmq::sockopt::subscribe, "");
+  sub->socket.set(zmq::sockopt::rcvtimeo, 10000);
+  ASSERT_EQ(sub->NextEvent(), ZMQ_EVENT_HANDSHAKE_SUCCEEDED);
   ASSERT_TRUE(WaitUntil([&] { return server_->subscribers() == 1; }));
   EXPECT_EQ(arrivals_.load(), 1);
   EXPECT_EQ(server_->subscriptions(), 1u);
@@ -98,12 +77,12 @@ TEST_F(PubServerTest, ASubscriberOfEverythingGetsEachMessage) {
     const std::string message(size, static_cast<char>('a' + size % 26));
     ASSERT_EQ(Send(message), 1u);
     zmq::message_t got;
-    ASSERT_TRUE(sub.socket.recv(got).has_value()) << size;
+    ASSERT_TRUE(sub->socket.recv(got).has_value()) << size;
     EXPECT_EQ(got.to_string(), message);
     EXPECT_FALSE(got.more());
   }
-  Unmonitor(sub);
-  sub.socket.close();
+  sub->Unmonitor();
+  sub->socket.close();
   ASSERT_TRUE(WaitUntil([&] { return server_->connections() == 0; }));
   EXPECT_EQ(server_->subscribers(), 0);
   EXPECT_EQ(server_->refused(), 0u);
@@ -114,22 +93,20 @@ TEST_F(PubServerTest, ASubscriberOfEverythingGetsEachMessage) {
 TEST_F(PubServerTest, ATopicSubscriberGetsNothingAndIsKept) {
   Start();
   auto topic = Peer(zmq::socket_type::sub);
-  topic.socket.set(zmq::sockopt::subscribe, "broadcast");
-  topic.socket.set(zmq::sockopt::rcvtimeo, 10000);
+  topic->socket.set(zmq::sockopt::subscribe, "broadcast");
+  topic->socket.set(zmq::sockopt::rcvtimeo, 10000);
   auto all = Peer(zmq::socket_type::sub);
-  all.socket.set(zmq::sockopt::subscribe, "");
-  all.socket.set(zmq::sockopt::rcvtimeo, 10000);
-  ASSERT_EQ(NextEvent(topic), ZMQ_EVENT_HANDSHAKE_SUCCEEDED);
-  ASSERT_EQ(NextEvent(all), ZMQ_EVENT_HANDSHAKE_SUCCEEDED);
+  all->socket.set(zmq::sockopt::subscribe, "");
+  all->socket.set(zmq::sockopt::rcvtimeo, 10000);
+  ASSERT_EQ(topic->NextEvent(), ZMQ_EVENT_HANDSHAKE_SUCCEEDED);
+  ASSERT_EQ(all->NextEvent(), ZMQ_EVENT_HANDSHAKE_SUCCEEDED);
   ASSERT_TRUE(WaitUntil([&] { return server_->subscribers() == 1; }));
   ASSERT_TRUE(WaitUntil([&] { return server_->connections() == 2; }));
   EXPECT_EQ(Send("broadcast and more"), 1u);
   zmq::message_t got;
-  ASSERT_TRUE(all.socket.recv(got).has_value());
-  EXPECT_FALSE(topic.socket.recv(got, zmq::recv_flags::dontwait).has_value());
+  ASSERT_TRUE(all->socket.recv(got).has_value());
+  EXPECT_FALSE(topic->socket.recv(got, zmq::recv_flags::dontwait).has_value());
   EXPECT_EQ(server_->refused(), 0u);
-  Unmonitor(topic);
-  Unmonitor(all);
 }
 
 // Finding 21: a stranger's distinct subscriptions. libzmq's PUB kept every one; here the
@@ -137,26 +114,24 @@ TEST_F(PubServerTest, ATopicSubscriberGetsNothingAndIsKept) {
 TEST_F(PubServerTest, ManyDistinctSubscriptionsCloseTheConnection) {
   Start();
   auto stranger = Peer(zmq::socket_type::xsub);
-  ASSERT_EQ(NextEvent(stranger), ZMQ_EVENT_HANDSHAKE_SUCCEEDED);
+  ASSERT_EQ(stranger->NextEvent(), ZMQ_EVENT_HANDSHAKE_SUCCEEDED);
   for (int i = 0; i < 1000; ++i) {
     std::string frame = "\x01topic-" + std::to_string(i);
-    if (!stranger.socket.send(zmq::buffer(frame), zmq::send_flags::dontwait)) break;
+    if (!stranger->socket.send(zmq::buffer(frame), zmq::send_flags::dontwait)) break;
   }
-  EXPECT_EQ(NextEvent(stranger), ZMQ_EVENT_DISCONNECTED);
+  EXPECT_EQ(stranger->NextEvent(), ZMQ_EVENT_DISCONNECTED);
   ASSERT_TRUE(WaitUntil([&] { return server_->refused() >= 1; }));
-  Unmonitor(stranger);
 }
 
 TEST_F(PubServerTest, AnOversizedFrameClosesTheConnection) {
   Start();
   auto stranger = Peer(zmq::socket_type::xsub);
-  ASSERT_EQ(NextEvent(stranger), ZMQ_EVENT_HANDSHAKE_SUCCEEDED);
+  ASSERT_EQ(stranger->NextEvent(), ZMQ_EVENT_HANDSHAKE_SUCCEEDED);
   std::string frame(1025, 'x');
   frame[0] = 1;
-  ASSERT_TRUE(stranger.socket.send(zmq::buffer(frame), zmq::send_flags::none).has_value());
-  EXPECT_EQ(NextEvent(stranger), ZMQ_EVENT_DISCONNECTED);
+  ASSERT_TRUE(stranger->socket.send(zmq::buffer(frame), zmq::send_flags::none).has_value());
+  EXPECT_EQ(stranger->NextEvent(), ZMQ_EVENT_DISCONNECTED);
   EXPECT_EQ(server_->subscribers(), 0);
-  Unmonitor(stranger);
 }
 
 // Raw TCP: a connection that never speaks, and one that speaks something else, are closed.
@@ -209,10 +184,10 @@ TEST_F(PubServerTest, ASubscriberThatDoesNotReadMissesPublishesOthersGetThem) {
   options.sndhwm = 4;
   Start(options);
   auto stalled = Peer(zmq::socket_type::sub, 1);  // libzmq itself holds one message
-  stalled.socket.set(zmq::sockopt::subscribe, "");
+  stalled->socket.set(zmq::sockopt::subscribe, "");
   auto reader = Peer(zmq::socket_type::sub);
-  reader.socket.set(zmq::sockopt::subscribe, "");
-  reader.socket.set(zmq::sockopt::rcvtimeo, 10000);
+  reader->socket.set(zmq::sockopt::subscribe, "");
+  reader->socket.set(zmq::sockopt::rcvtimeo, 10000);
   ASSERT_TRUE(WaitUntil([&] { return server_->subscribers() == 2; }));
   const std::string big(1 << 20, 'z');
   int sent = 0;
@@ -220,12 +195,10 @@ TEST_F(PubServerTest, ASubscriberThatDoesNotReadMissesPublishesOthersGetThem) {
     Send(big);
     ++sent;
     zmq::message_t got;
-    ASSERT_TRUE(reader.socket.recv(got).has_value()) << sent;
+    ASSERT_TRUE(reader->socket.recv(got).has_value()) << sent;
     ASSERT_EQ(got.size(), big.size());
   }
   EXPECT_GT(server_->dropped(), 0u) << sent << " MiB queued for a subscriber that reads nothing";
-  Unmonitor(stalled);
-  Unmonitor(reader);
 }
 
 }  // namespace
