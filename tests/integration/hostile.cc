@@ -1,0 +1,98 @@
+// The hostile-input tests' shared helpers (hostile.h).
+#include "hostile.h"
+
+#include <fstream>
+
+namespace halite::testing {
+
+using namespace std::chrono_literals;
+
+// A field of /proc/<pid>/status in KiB (VmRSS, VmHWM).
+long StatusKib(pid_t pid, const std::string& field) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(field + ":", 0) == 0) return std::stol(line.substr(field.size() + 1));
+  }
+  return -1;
+}
+
+double MetricOr0(const MasterUnderTest& m, const std::string& name) {
+  return Metric(m.ip(), kHostileHealthPort, name).value_or(0);
+}
+
+std::string Labels(const std::string& name, const std::string& extra) {
+  return name + "{master=\"m1\"" + (extra.empty() ? "" : "," + extra) + "}";
+}
+
+MasterSpec Spec(bool auto_accept, std::string extra_yaml) {
+  MasterSpec spec;
+  spec.id = "m1";
+  spec.auto_accept = auto_accept;
+  spec.extra_yaml = std::move(extra_yaml);
+  spec.health_port = kHostileHealthPort;
+  return spec;
+}
+
+std::unique_ptr<client::LocalClient> ClientFor(const MasterUnderTest& m) {
+  auto c = client::LocalClient::Connect(
+      {(m.dir() / "sock").string(), (m.dir() / "cache").string(), 10s});
+  EXPECT_TRUE(c.ok()) << c.error().ToString();
+  return std::move(*c);
+}
+
+Signed SignIn(zmq::context_t& ctx, const MasterUnderTest& master, const std::string& id) {
+  auto m = std::make_unique<RawMinion>(id, NewKey(), RetEndpoint(master));
+  auto auth = m->Auth(ctx, MasterPub(master));
+  EXPECT_TRUE(auth.ok() && auth->aes && auth->session)
+      << (auth.ok() ? auth->inner.ToJson() : auth.error().ToString());
+  if (!auth.ok() || !auth->aes || !auth->session) {
+    auto k = wire::Crypticle::FromKeyString(wire::Crypticle::GenerateKeyString());
+    return Signed{std::move(m), *k, *k};
+  }
+  return Signed{std::move(m), *auth->aes, *auth->session};
+}
+
+bool IsBadLoad(const std::optional<std::string>& reply) {
+  if (!reply) return false;
+  auto v = wire::Unpack(*reply);
+  return v.ok() && v->str() && *v->str() == "bad load";
+}
+
+// Publishes `fun` to `tgt` through the local client; the jid.
+std::string PublishJob(const MasterUnderTest& master, const std::string& tgt,
+                       const std::string& tgt_type) {
+  auto client = ClientFor(master);
+  client::PublishRequest req;
+  req.tgt = wire::Value(tgt);
+  req.tgt_type = tgt_type;
+  req.fun = "test.ping";
+  auto pub = client->Publish(req);
+  EXPECT_TRUE(pub.ok()) << pub.error().ToString();
+  return pub.ok() ? pub->jid : std::string();
+}
+
+// The minion ids with a stored return for `jid`.
+std::vector<std::string> Returned(const MasterUnderTest& master, const std::string& jid) {
+  auto client = ClientFor(master);
+  auto job = client->LookupJid(jid);
+  std::vector<std::string> ids;
+  if (!job.ok()) return ids;
+  if (const wire::Value* rets = job->Find("returns"); rets && rets->map()) {
+    for (const auto& [k, v] : *rets->map()) {
+      if (k.str()) ids.push_back(*k.str());
+    }
+  }
+  return ids;
+}
+
+wire::Value ReturnLoad(const std::string& jid, const std::string& text) {
+  return wire::Value::MapOf({{"cmd", "_return"},
+                             {"jid", jid},
+                             {"fun", "test.ping"},
+                             {"return", text},
+                             {"retcode", 0},
+                             {"success", true}});
+}
+
+}  // namespace halite::testing
