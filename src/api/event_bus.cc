@@ -9,7 +9,21 @@ namespace halite::api {
 
 std::string FormatSseEvent(const std::string& tag, const wire::Value& data) {
   wire::Value full = wire::Value::MapOf({{"tag", tag}, {"data", data}});
-  return "tag: " + tag + "\ndata: " + full.ToJson() + "\n\n";
+  // A CR or LF would end the `tag:` line and start a record of the sender's making. Tags
+  // that reach the bus carry none (event tags and jids are checked), but this is where SSE
+  // framing is made, so it holds here whatever the source.
+  std::string line;
+  line.reserve(tag.size());
+  for (char c : tag) {
+    if (c == '\r') {
+      line += "\\r";
+    } else if (c == '\n') {
+      line += "\\n";
+    } else {
+      line += c;
+    }
+  }
+  return "tag: " + line + "\ndata: " + full.ToJson() + "\n\n";
 }
 
 EventBus::EventBus(std::string sock_dir, std::string cachedir)

@@ -10,6 +10,7 @@ namespace halite::jobs {
 namespace {
 
 constexpr std::size_t kJidDigits = 20;
+constexpr std::size_t kMaxJidSuffix = 64;
 
 bool AllDigits(std::string_view text) {
   return std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
@@ -44,11 +45,14 @@ std::string GenerateJid(std::chrono::system_clock::time_point time) {
 }
 
 bool IsJid(std::string_view jid) {
-  if (jid.size() < kJidDigits) return false;
-  if (jid.size() != kJidDigits && (jid.size() <= kJidDigits + 1 || jid[kJidDigits] != '_')) {
-    return false;
-  }
-  return AllDigits(jid.substr(0, kJidDigits));
+  if (jid.size() < kJidDigits || !AllDigits(jid.substr(0, kJidDigits))) return false;
+  if (jid.size() == kJidDigits) return true;
+  const std::string_view suffix = jid.substr(kJidDigits + 1);
+  return jid[kJidDigits] == '_' && !suffix.empty() && suffix.size() <= kMaxJidSuffix &&
+         std::all_of(suffix.begin(), suffix.end(), [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                  c == '.' || c == '_' || c == '-';
+         });
 }
 
 std::string JidToStartTime(std::string_view jid) {

@@ -3,6 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
+#include "halite/api/event_bus.h"
+
 namespace halite::api {
 namespace {
 
@@ -133,6 +137,18 @@ TEST(HttpCodecTest, ErrorPagesEscapeTheMessage) {
   EXPECT_NE(page.find("<title>401 Unauthorized</title>"), std::string::npos);
   EXPECT_NE(page.find("&lt;script&gt;"), std::string::npos);
   EXPECT_EQ(page.find("<script>"), std::string::npos);
+}
+
+// /events framing: a CR or LF in a tag cannot end its line and start a record of the
+// sender's making (finding 23: a jid suffix carried "\r\rdata: {...}" into a return's tag).
+TEST(SseTest, ATagCannotBreakOutOfItsLine) {
+  const std::string record =
+      FormatSseEvent("salt/job/1_\r\rdata: {\"tag\": \"forged\"}\n\n/ret/x", wire::Value(1));
+  EXPECT_EQ(record.find('\r'), std::string::npos) << record;
+  EXPECT_EQ(std::count(record.begin(), record.end(), '\n'), 3) << record;  // tag, data, blank
+  EXPECT_EQ(record.rfind("tag: salt/job/1_\\r\\rdata: ", 0), 0u) << record;
+  EXPECT_EQ(FormatSseEvent("salt/auth", wire::Value(1)),
+            "tag: salt/auth\ndata: {\"tag\": \"salt/auth\", \"data\": 1}\n\n");
 }
 
 }  // namespace

@@ -46,6 +46,14 @@ TEST(JidTest, IsJidFollowsSalt) {
   EXPECT_FALSE(IsJid("2025010112000012345x"));
   EXPECT_FALSE(IsJid("req"));
   EXPECT_FALSE(IsJid(""));
+  // Stricter than Salt in the suffix: it goes into event tags (finding 22).
+  EXPECT_TRUE(IsJid("20250101120000123456_web1.example-2_x"));
+  EXPECT_TRUE(IsJid("20250101120000123456_" + std::string(64, '7')));
+  EXPECT_FALSE(IsJid("20250101120000123456_" + std::string(65, '7')));
+  EXPECT_FALSE(IsJid("20250101120000123456_\r\rdata: {}"));
+  EXPECT_FALSE(IsJid("20250101120000123456_1/ret/other"));
+  EXPECT_FALSE(IsJid("20250101120000123456_1 2"));
+  EXPECT_FALSE(IsJid(std::string("20250101120000123456_1\0", 23)));
 }
 
 TEST(JidTest, JidToStartTimeFollowsSalt) {

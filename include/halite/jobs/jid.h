@@ -16,7 +16,10 @@ namespace halite::jobs {
 // "20250101120000123456" for 2025-01-01 12:00:00.123456 UTC (sub-microseconds truncated).
 std::string GenerateJid(std::chrono::system_clock::time_point time);
 
-// Salt's is_jid: 20 digits, or 20 digits + '_' + a non-empty suffix.
+// Salt's is_jid: 20 digits, or 20 digits + '_' + a non-empty suffix; stricter than Salt in
+// the suffix, which is at most 64 of [A-Za-z0-9._-] (Salt's unique_jid adds "_<pid>"). Jids
+// go into event tags, logs and listings, and Salt's any-suffix let a minion's `_return` put
+// a CR into a tag and so forge a whole event on salt-api's /events (finding 23).
 bool IsJid(std::string_view jid);
 
 // Salt's jid_to_time: "2025, Jan 01 12:00:00.123456"; empty when `jid` is not a jid.
