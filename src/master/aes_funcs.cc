@@ -92,6 +92,9 @@ bool SaveOwnJob(MasterContext& ctx, const std::string& jid, wire::Value saved,
                 const std::string& id) {
   saved.Set("tgt_type", "glob");
   saved.Set("tgt", id);
+  // What marks it as the minion's own (as in Salt, whose saved load is the `_return`'s): no
+  // master publishes it (JobCacheScan), whatever else the minion put in it (finding 24).
+  saved.Set("cmd", jobs::kMinionJobCmd);
   if (auto st = ctx.job_cache->SaveJob(jobs::Job{jid, std::move(saved), {id}}); !st.ok()) {
     spdlog::error("cannot save minion-initiated job {}: {}", jid, st.error().ToString());
     return false;

@@ -36,6 +36,12 @@ void JobCacheScan::Run() {
     if (published_.Contains(jid)) continue;
     auto job = cache_.LoadJob(jid);
     if (!job.ok()) continue;  // not readable yet: the next scan tries again
+    if (jobs::IsMinionJob(*job)) {
+      // A minion started it (its scheduler, salt-call) and ran it already; its load is the
+      // minion's, never to be published by a master (finding 24).
+      (void)published_.Insert(jid);
+      continue;
+    }
     wire::Value pub = MinionPublishLoad(job->load);
     std::set<std::string, std::less<>> returned;
     if (auto returns = cache_.LoadReturns(jid); returns.ok()) {

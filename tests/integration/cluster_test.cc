@@ -12,11 +12,13 @@
 #include <zmq.hpp>
 
 #include "gluster_volume.h"
+#include "halite/jobs/jid.h"
 #include "halite/keys/fs.h"
 #include "halite/wire/encoding.h"
 #include "harness.h"
 #include "http_client.h"
 #include "raw_client.h"
+#include "test_keys.h"
 
 namespace halite::testing {
 namespace {
@@ -271,6 +273,52 @@ TEST_F(ClusterTest, AJobNoPeerCouldForwardReachesTheOtherMastersMinionsThroughTh
   ASSERT_TRUE(parsed.is_object()) << status.out;
   EXPECT_GE(parsed.value("storage_publishes", 0), 1) << status.out;
   EXPECT_EQ(parsed.value("forwarded_publishes", 1), 0) << status.out;
+}
+
+// Finding 24 (issue 12): a job a minion started itself (its scheduler, salt-call) is stored
+// from its `_return`, with the minion's own load: its fun and arguments. Each master's scan
+// for jobs no peer forwarded took it for a published job and published it, signed with the
+// cluster's key, whenever its returns were not all stored: always with `job_cache: False`.
+// A minion could so have every master publish a load of its making (and every stock
+// minion's scheduled job ran again, once per master). Now such a job is never published.
+// Two minions start jobs of their own, one through each master; then master 1 publishes a
+// real job that only master 2's scan can deliver (no peer link comes up). That job's jid
+// is the newest, so the scan that publishes it has passed the other two: master 2 must
+// have published exactly one job from the job cache. (Master 1's count is not checked: it
+// also publishes master 2's test.pings of the set-up, as many as that took.)
+TEST_F(ClusterTest, AJobAMinionStartedItselfIsNeverPublishedByAMaster) {
+  extra_yaml_[0] = extra_yaml_[1] = "job_cache: False\n";
+  MakeCluster(2, /*start=*/true, /*auto_accept=*/true, /*unreachable_peers=*/true);
+  AddMinion("far", 1);
+  std::string last;
+  ASSERT_TRUE(EveryMinionAnswers(*masters_[1], "*", {"test.ping"}, 1, &last)) << last;
+  auto publishes = [&](int i) {
+    auto status = masters_[i]->Cli("halite-run", {"--out", "json", "cluster.status"});
+    auto parsed = nlohmann::json::parse(status.out, nullptr, false);
+    return parsed.is_object() ? parsed.value("storage_publishes", -1) : -1;
+  };
+  ASSERT_EQ(publishes(1), 0);  // master 1 has published nothing yet
+  const auto now = std::chrono::system_clock::now();
+  for (int i = 0; i < 2; ++i) {
+    RawMinion evil("evil" + std::to_string(i), NewKey(), "tcp://" + ips_[i] + ":4506");
+    auto auth = evil.Auth(ctx_, std::nullopt);
+    ASSERT_TRUE(auth.ok() && auth->session) << (auth.ok() ? "no session" : auth.error().ToString());
+    const std::string own = jobs::GenerateJid(now - std::chrono::seconds(10 - i));
+    auto r = evil.Request(ctx_, *auth->session,
+                          wire::Value::MapOf({{"cmd", "_return"},
+                                              {"jid", own},
+                                              {"fun", "cmd.run"},
+                                              {"arg", wire::Value(wire::Array{"touch /tmp/owned"})},
+                                              {"return", ""},
+                                              {"retcode", 0},
+                                              {"success", true}}));
+    ASSERT_TRUE(r.ok()) << r.error().ToString();
+  }
+  auto job = masters_[0]->Cli("halite", {"--async", "far", "test.ping"});
+  ASSERT_EQ(job.exit_code, 0) << job.out << job.err;
+  ASSERT_TRUE(WaitFor([&] { return publishes(1) >= 1; }, 30s, 250ms))
+      << "master 2 never published the real job from the job cache";
+  EXPECT_EQ(publishes(1), 1) << "master 2 published a job a minion started itself";
 }
 
 // Issue 16, deliver 4: the masters' own network is cut so that master 3 reaches neither peer

@@ -40,6 +40,14 @@ struct Job {
   std::vector<std::string> minions;  // expected minions: sorted union of every saved list
 };
 
+// The `cmd` in the saved load of a job a minion started itself (its scheduler, salt-call):
+// the load is its `_return`'s, as in Salt. Such a job is never published by a master.
+inline constexpr const char* kMinionJobCmd = "_return";
+inline bool IsMinionJob(const Job& job) {
+  const std::string* cmd = job.load.FindStr("cmd");
+  return cmd != nullptr && *cmd == kMinionJobCmd;
+}
+
 // One line of jobs.list_jobs (Salt's format_jid_instance).
 struct JobSummary {
   std::string jid;
