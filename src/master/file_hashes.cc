@@ -49,7 +49,7 @@ Result<FileHashes::Hash> FileHashes::Sha256(const std::filesystem::path& path) {
   }
   if (!S_ISREG(before.st_mode)) return Error::InvalidArgument(path.string() + " is not a file");
   const Stamp stamp = StampOf(before);
-  const std::string key = path.string();
+  const FileId key{stamp.dev, stamp.ino};
   {
     std::lock_guard lock(mu_);
     auto it = entries_.find(key);

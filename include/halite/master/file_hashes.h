@@ -11,8 +11,11 @@
 // clean" rule). A file that changes while it is read is answered with what was read and not
 // remembered.
 //
-// At most `max_entries` hashes are kept; when full, the memory is dropped and refilled (every
-// entry is a file in the roots, so only a tree of that many files, or churn, fills it).
+// Hashes are remembered by file (device and inode), not by the path asked for: `big.iso`,
+// `./big.iso` and `.//big.iso` are one entry, so aliases neither read the file again nor fill
+// the memory with long keys (finding 25). At most `max_entries` hashes are kept; when full,
+// the memory is dropped and refilled (every entry is a file in the roots, so only a tree of
+// that many files, or churn, fills it).
 // Thread-safe; blocks on disk (worker threads only).
 #pragma once
 
@@ -63,12 +66,21 @@ class FileHashes {
     Stamp stamp;
     std::string sha256_hex;
   };
+  struct FileId {
+    std::uint64_t dev = 0, ino = 0;
+    friend bool operator==(const FileId&, const FileId&) = default;
+  };
+  struct FileIdHash {
+    std::size_t operator()(const FileId& f) const noexcept {
+      return std::hash<std::uint64_t>()(f.ino * 0x9e3779b97f4a7c15ULL ^ f.dev);
+    }
+  };
   static Stamp StampOf(const struct stat& st);
 
   const std::size_t max_entries_;
   const std::chrono::nanoseconds racy_window_;
   std::mutex mu_;
-  std::unordered_map<std::string, Entry> entries_;  // by path; guarded by mu_
+  std::unordered_map<FileId, Entry, FileIdHash> entries_;  // guarded by mu_
   std::atomic<std::uint64_t> read_{0};
   std::atomic<std::uint64_t> from_memory_{0};
 };
