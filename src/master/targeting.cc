@@ -4,6 +4,7 @@
 #include <cstring>
 #include <initializer_list>
 
+#include "halite/master/peer.h"
 #include "halite/wire/target.h"
 
 namespace halite::master {
@@ -115,6 +116,20 @@ Result<bool> TargetIncludes(MasterContext& ctx, const wire::Value& tgt, const st
   return MatchOne(ctx, prepared, id, delimiter, greedy, budget);
 }
 
+namespace {
+
+// What RecentJobs keeps of a job: what ReturnBelongsToJob and pub_ret read.
+std::shared_ptr<const jobs::Job> Slim(jobs::Job job) {
+  wire::Value load = wire::Value::EmptyMap();
+  for (const char* key : {"tgt", "tgt_type", kPeerRequesterKey}) {
+    if (const wire::Value* v = job.load.Find(key)) load.Set(key, *v);
+  }
+  job.load = std::move(load);
+  return std::make_shared<const jobs::Job>(std::move(job));
+}
+
+}  // namespace
+
 Result<std::shared_ptr<const jobs::Job>> RecentJobs::Load(jobs::JobCache& cache,
                                                           std::string_view jid) {
   {
@@ -127,7 +142,7 @@ Result<std::shared_ptr<const jobs::Job>> RecentJobs::Load(jobs::JobCache& cache,
     }
   }
   HALITE_ASSIGN_OR_RETURN(jobs::Job job, cache.LoadJob(jid));
-  auto shared = std::make_shared<const jobs::Job>(std::move(job));
+  auto shared = Slim(std::move(job));
   std::lock_guard lock(mu_);
   lru_.push_front(shared);
   if (lru_.size() > capacity_) lru_.pop_back();
@@ -135,7 +150,7 @@ Result<std::shared_ptr<const jobs::Job>> RecentJobs::Load(jobs::JobCache& cache,
 }
 
 void RecentJobs::Remember(jobs::Job job) {
-  auto shared = std::make_shared<const jobs::Job>(std::move(job));
+  auto shared = Slim(std::move(job));
   std::lock_guard lock(mu_);
   lru_.push_front(std::move(shared));
   if (lru_.size() > capacity_) lru_.pop_back();

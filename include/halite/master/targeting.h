@@ -18,11 +18,16 @@ namespace halite::master {
 // The last few jobs loaded from the job cache, so that checking a return against its job
 // costs no read per return. Jobs do not change once saved (their expected minions only grow
 // when another master saves the same jid, which ReturnBelongsToJob's re-match covers).
+// Only what those checks read is kept: the jid, the expected minions, and of the load `tgt`,
+// `tgt_type` and the peer publisher (kPeerRequesterKey). A load can be as large as a request
+// (a minion's own job carries its arguments), and 64 whole ones held up to 6.4 GiB, which a
+// minion could keep resident by cycling returns through them (finding 26).
 // Thread-safe.
 class RecentJobs {
  public:
   explicit RecentJobs(std::size_t capacity) : capacity_(capacity) {}
-  // The job, from memory or `cache`; the job cache's error (NotFound for an unknown jid).
+  // The job (slimmed as above), from memory or `cache`; the job cache's error (NotFound for
+  // an unknown jid).
   Result<std::shared_ptr<const jobs::Job>> Load(jobs::JobCache& cache, std::string_view jid);
   // A job this master published or a peer forwarded: its returns are checked without a read
   // (which matters most while the job cache is unreachable).
