@@ -168,6 +168,10 @@ std::string MasterDaemon::Impl::Metrics() {
   help("halite_requests_shed_total", "counter",
        "Requests dropped unanswered because the worker queue was full.");
   line("halite_requests_shed_total", id, static_cast<double>(request_server->shed()));
+  help("halite_request_replies_dropped_total", "counter",
+       "Replies dropped because their connection held replies_queued_per_peer unread ones.");
+  line("halite_request_replies_dropped_total", id,
+       static_cast<double>(request_server->unread_dropped()));
   help("halite_request_queue", "gauge", "Requests waiting for a worker.");
   line("halite_request_queue", id, static_cast<double>(request_server->queued()));
   help("halite_request_handler_failures_total", "counter",

@@ -26,6 +26,9 @@ namespace halite::master {
 
 namespace {
 
+// The largest load a clear `ping` gets back (packed); larger ones are answered "bad load".
+constexpr std::size_t kMaxPingEchoBytes = 4096;
+
 std::string AuthError() {
   return wire::Pack(wire::Value::MapOf(
       {{"error", wire::Value::MapOf({{"name", "AuthenticationError"},
@@ -326,7 +329,12 @@ void HandleClear(MasterContext& ctx, const std::string& cmd, wire::Value load,
                  std::function<void(std::string)> reply) {
   if (cmd == "publish") return Publish(ctx, std::move(load), std::move(reply));
   if (cmd == "ping") {
-    reply(wire::Pack(load));
+    // Salt echoes the load. A stranger's ping of max_request_bytes was echoed whole, and
+    // with a connection that reads nothing each echo stayed queued (finding 22): only a
+    // small load is echoed.
+    std::string echo = wire::Pack(load);
+    if (echo.size() > kMaxPingEchoBytes) echo = wire::Pack(wire::Value("bad load"));
+    reply(std::move(echo));
     return;
   }
   if (cmd.rfind("_halite_", 0) == 0) {

@@ -32,7 +32,9 @@ Status RequestServer::Start() {
       // buffering it; frames between the limits are read and answered "bad load".
       router_->set(zmq::sockopt::maxmsgsize,
                    static_cast<int64_t>(options_.max_request_bytes) * 2 + 4096);
-      router_->set(zmq::sockopt::sndhwm, 0);
+      router_->set(zmq::sockopt::sndhwm, options_.replies_queued_per_peer);
+      // A full connection is then an error on send (counted) rather than a silent drop.
+      router_->set(zmq::sockopt::router_mandatory, 1);
       router_->set(zmq::sockopt::rcvhwm, 0);
       for (const auto& ep : options_.endpoints) router_->bind(ep);
       for (const auto& path : options_.ipc_paths) ::chmod(path.c_str(), options_.ipc_mode);
@@ -139,12 +141,29 @@ void RequestServer::SendReply(std::vector<zmq::message_t> envelope, std::string 
   replied_++;
   if (!router_ || body.empty()) return;  // empty: dropped on purpose (Handler)
   try {
-    for (auto& part : envelope) router_->send(part, zmq::send_flags::sndmore);
-    router_->send(zmq::buffer(body), zmq::send_flags::dontwait);
+    // The routing id decides: with ROUTER_MANDATORY it fails at once (EAGAIN) when that
+    // connection already holds replies_queued_per_peer unread replies, and throws
+    // (EHOSTUNREACH) when the peer is gone; the rest of the message then always goes.
+    if (!router_->send(envelope.front(), zmq::send_flags::sndmore | zmq::send_flags::dontwait)) {
+      unread_dropped_++;
+      if (auto n = unread_log_.Pass()) {
+        spdlog::warn(
+            "request server: dropped a reply to a connection that is not reading its replies "
+            "({} queued){}",
+            options_.replies_queued_per_peer, SuppressedSuffix(*n));
+      }
+    } else {
+      for (std::size_t i = 1; i < envelope.size(); ++i) {
+        router_->send(envelope[i], zmq::send_flags::sndmore);
+      }
+      router_->send(zmq::buffer(body), zmq::send_flags::dontwait);
+    }
   } catch (const zmq::error_t& e) {
-    // The peer went away (ROUTER drops unroutable replies silently) or a real error.
+    // The peer went away (EHOSTUNREACH) or a real error.
     spdlog::debug("request server send: {}", e.what());
   }
+  // Any operation on a ZeroMQ socket may take its edge-triggered readiness signal: the loop
+  // must look again, or requests already here wait for the next wake-up.
   loop_.MarkDirty(watch_id_);
 }
 

@@ -4,9 +4,12 @@
 #include <gtest/gtest.h>
 #include <openssl/evp.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <zmq.hpp>
 
+#include "halite/jobs/jid.h"
+#include "halite/wire/event.h"
 #include "hostile.h"
 
 namespace halite::testing {
@@ -117,6 +120,15 @@ TEST_F(HostileTest, HashingALargeFileInTheRootsIsStreamedAndRemembered) {
   const std::string cached = Labels("halite_file_hashes_total", "source=\"cache\"");
   EXPECT_TRUE(WaitFor([&] { return hash("big.iso") == expected && MetricOr0(master, cached) >= 1; },
                       20s, 200ms));
+  // Aliases of the file are the same entry (finding 25). The memory was keyed by the path
+  // asked for, so each of `./big.iso`, `.//big.iso`... read and hashed all 256 MiB again
+  // and took an entry of its own (paths of 4 KiB: 262,144 entries, about 1.1 GiB).
+  const std::string read = Labels("halite_file_hashes_total", "source=\"read\"");
+  const double reads = MetricOr0(master, read);
+  for (const char* alias : {"./big.iso", ".//big.iso", "./././big.iso", "salt://./big.iso"}) {
+    EXPECT_EQ(hash(alias), expected) << alias;
+  }
+  EXPECT_EQ(MetricOr0(master, read), reads) << "an alias read the file again";
   // A changed file is hashed again, even at the same size and within the same second.
   EXPECT_EQ(hash("small.txt"), wire::Sha256Hex("one"));
   WriteFile(states / "small.txt", "two");
@@ -254,6 +266,162 @@ TEST_F(HostileTest, AStrangersEndlessNewIdsFillMinionsPreOnlyToMaxPendingKeys) {
   auto again = first.Auth(ctx_, MasterPub(master));
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(again->inner.Find("ret")->ToJson(), "true");
+}
+
+// The master's ASan quarantine (256 MiB of freed memory held back by default) would count as
+// kept memory in a test of what the master keeps.
+MasterSpec SmallQuarantine(MasterSpec spec) {
+  const char* asan = std::getenv("ASAN_OPTIONS");
+  spec.env.push_back("ASAN_OPTIONS=" + std::string(asan != nullptr ? asan : "") +
+                     ":quarantine_size_mb=4:thread_local_quarantine_size_kb=64");
+  return spec;
+}
+
+// Finding 22: the request ROUTER had no send high-water mark, so a connection that sends and
+// never reads had every reply kept for it. A stranger's clear `ping` is echoed, and was echoed
+// whole: one connection sending pings of 4 KiB without reading made the master hold 4 KiB per
+// ping, and one of max_request_bytes was echoed at that size. Now a connection holds at most
+// replies_queued_per_peer (8) unread replies, the rest are dropped and counted, and a ping
+// of more than 4 KiB is answered "bad load".
+TEST_F(HostileTest, AConnectionThatNeverReadsItsRepliesHoldsOnlyAFew) {
+  MasterUnderTest master(tmp_.path(), SmallQuarantine(Spec()));
+  master.Start();
+  auto ping = [](std::size_t pad) {
+    return wire::Pack(wire::Value::MapOf(
+        {{"enc", "clear"},
+         {"load", wire::Value::MapOf({{"cmd", "ping"}, {"pad", std::string(pad, 'p')}})},
+         {"version", 3}}));
+  };
+  // A small ping is echoed as Salt echoes it; a large one is not.
+  auto small = RequestOnce(ctx_, RetEndpoint(master), ping(100), 10s);
+  ASSERT_TRUE(small.has_value());
+  auto echoed = wire::Unpack(*small);
+  ASSERT_TRUE(echoed.ok());
+  ASSERT_NE(echoed->FindStr("pad"), nullptr) << echoed->ToJson();
+  EXPECT_EQ(echoed->FindStr("pad")->size(), 100u);
+  EXPECT_TRUE(IsBadLoad(RequestOnce(ctx_, RetEndpoint(master), ping(1 << 20), 10s)))
+      << "a ping of 1 MiB was echoed";
+
+  const long rss_before = StatusKib(master.pid(), "VmRSS");
+  zmq::socket_t stranger(ctx_, zmq::socket_type::dealer);
+  stranger.set(zmq::sockopt::linger, 0);
+  stranger.set(zmq::sockopt::rcvhwm, 1);  // its own side takes one reply, then TCP fills
+  stranger.set(zmq::sockopt::rcvbuf, 4096);
+  stranger.connect(RetEndpoint(master));
+  constexpr int kPings = 20000;  // 80 MiB of echoes of 4,000 bytes
+  // Kernel buffers and libzmq's batches take about two thousand replies of 4 KB (8 MiB); every
+  // other reply must be dropped, not kept. Sent in batches, each once the last is answered or
+  // dropped, so that the requests waiting for a worker do not count as kept replies.
+  constexpr int kSlack = 4000;
+  const std::string dropped = Labels("halite_request_replies_dropped_total");
+  const std::string body = ping(4000);
+  for (int sent = 0; sent < kPings;) {
+    for (int i = 0; i < 500; ++i, ++sent) {
+      ASSERT_TRUE(stranger.send(zmq::message_t(), zmq::send_flags::sndmore));
+      ASSERT_TRUE(stranger.send(zmq::buffer(body), zmq::send_flags::none));
+    }
+    ASSERT_TRUE(WaitFor([&] { return MetricOr0(master, dropped) >= sent - kSlack; }, 30s, 20ms))
+        << sent << " pings sent, " << MetricOr0(master, Labels("halite_request_queue"))
+        << " waiting, " << MetricOr0(master, dropped) << " replies dropped";
+  }
+  const long rss_after = StatusKib(master.pid(), "VmRSS");
+  EXPECT_LT(rss_after - rss_before, 32 * 1024) << rss_before << " -> " << rss_after << " KiB";
+  // A minion that reads its replies is served meanwhile.
+  auto web = SignIn(ctx_, master, "web1");
+  EXPECT_TRUE(
+      web.minion->Request(ctx_, web.session, wire::Value::MapOf({{"cmd", "_master_opts"}})).ok());
+}
+
+// Finding 23: a jid may end in "_<suffix>", and the suffix was anything (as Salt's is_jid
+// has it). A minion's `_return` for the jid "<20 digits>_\r\rdata: {...}\r\r" made the master
+// fire "salt/job/<jid>/ret/<id>" with the CRs in it, and salt-api's /events wrote the tag
+// into its `tag:` line, where a CR ends the line: subscribers read a whole event of the
+// minion's making (a forged return of another minion, a salt/auth). Such a jid is now
+// refused, and the SSE framing escapes CR and LF whatever the tag (SseTest).
+TEST_F(HostileTest, AJidCannotCarryControlBytesOrSlashesIntoEventTags) {
+  MasterUnderTest master(tmp_.path(), Spec());
+  master.Start();
+  auto web = SignIn(ctx_, master, "web1");
+  zmq::socket_t sub(ctx_, zmq::socket_type::sub);
+  sub.set(zmq::sockopt::subscribe, "");
+  sub.connect("ipc://" + (master.dir() / "sock" / "halite_event_pub.ipc").string());
+  auto client = ClientFor(master);
+  ASSERT_TRUE(client->SubscribeEvents().ok());
+  const std::string digits = jobs::GenerateJid(std::chrono::system_clock::now());
+  for (const std::string& jid :
+       {digits + "_\r\rdata: {\"tag\": \"salt/job/1/ret/victim\", \"data\": {}}\r\r",
+        digits + "_1/ret/victim", digits + "_" + std::string(100, '1'), digits + "_\x1b[2J"}) {
+    auto r = web.minion->Request(ctx_, web.session, ReturnLoad(jid, "forged"));
+    EXPECT_TRUE(r.ok()) << r.error().ToString();
+  }
+  ASSERT_TRUE(web.minion
+                  ->Request(ctx_, web.session,
+                            wire::Value::MapOf({{"cmd", "_minion_event"},
+                                                {"tag", "custom/marker"},
+                                                {"data", wire::Value::EmptyMap()}}))
+                  .ok());
+  std::vector<std::string> seen;
+  bool marker = false;
+  const auto deadline = std::chrono::steady_clock::now() + 15s;
+  while (!marker && std::chrono::steady_clock::now() < deadline) {
+    zmq::pollitem_t item{static_cast<void*>(sub), 0, ZMQ_POLLIN, 0};
+    zmq::poll(&item, 1, 200ms);
+    if (!(item.revents & ZMQ_POLLIN)) continue;
+    zmq::message_t msg;
+    (void)sub.recv(msg);
+    auto ev = wire::UnpackEvent(msg.to_string_view());
+    if (!ev.ok()) continue;
+    seen.push_back(ev->tag);
+    if (ev->tag == "custom/marker") marker = true;
+  }
+  ASSERT_TRUE(marker);
+  for (const auto& tag : seen) {
+    EXPECT_EQ(tag.find("victim"), std::string::npos) << tag;
+    EXPECT_EQ(tag.find_first_of("\r\n\x1b"), std::string::npos) << tag;
+    EXPECT_EQ(tag.find("1111111111111111111111111111111111111111"), std::string::npos) << tag;
+  }
+  // A suffix as Salt's unique_jid makes it ("_<pid>") is still a jid.
+  const std::string unique = digits + "_4242";
+  auto r = web.minion->Request(ctx_, web.session, ReturnLoad(unique, "mine"));
+  ASSERT_TRUE(r.ok()) << r.error().ToString();
+  EXPECT_TRUE(
+      WaitFor([&] { return Returned(master, unique) == std::vector<std::string>{"web1"}; }));
+}
+
+// Finding 26: the master keeps its last 64 jobs in memory to check returns against them, and
+// kept them whole. A minion's own job carries whatever load its `_return` had (arguments up
+// to max_request_bytes), so a minion that planted jobs with 16 MiB arguments and sent one
+// more return for each made the master keep 16 MiB per job for as long as it kept returning
+// (6.4 GiB for 64 of 100 MiB). Now only the target, the expected minions and the publisher
+// are kept.
+TEST_F(HostileTest, RecentJobsKeepOnlyWhatReturnsAreCheckedAgainst) {
+  MasterUnderTest master(tmp_.path(), SmallQuarantine(Spec()));
+  master.Start();
+  auto evil = SignIn(ctx_, master, "evil");
+  const auto now = std::chrono::system_clock::now();
+  std::vector<std::string> jids;
+  const std::string big(16u << 20, 'a');
+  for (int i = 0; i < 6; ++i) {
+    const std::string jid = jobs::GenerateJid(now - std::chrono::seconds(60 + i));
+    wire::Value load = ReturnLoad(jid, "x");
+    load.Set("fun", "cmd.run");
+    load.Set("arg", wire::Value(wire::Array{wire::Value(big)}));
+    auto planted = evil.minion->Request(ctx_, evil.session, std::move(load));
+    ASSERT_TRUE(planted.ok()) << planted.error().ToString();
+    jids.push_back(jid);
+  }
+  for (const auto& jid : jids) {
+    ASSERT_TRUE(WaitFor([&] { return Returned(master, jid) == std::vector<std::string>{"evil"}; }));
+  }
+  const long rss_before = StatusKib(master.pid(), "VmRSS");
+  for (const auto& jid : jids) {
+    // Its second return loads the job into the master's memory of recent jobs.
+    auto again = evil.minion->Request(ctx_, evil.session, ReturnLoad(jid, "y"));
+    ASSERT_TRUE(again.ok()) << again.error().ToString();
+  }
+  const long rss_after = StatusKib(master.pid(), "VmRSS");
+  // 96 MiB of arguments were sent; the old code kept all of it (and more) resident.
+  EXPECT_LT(rss_after - rss_before, 48 * 1024) << rss_before << " -> " << rss_after << " KiB";
 }
 
 // Minion event floods: per request and per minion.

@@ -17,6 +17,7 @@
 #include <vector>
 #include <zmq.hpp>
 
+#include "halite/common/logging.h"
 #include "halite/common/result.h"
 #include "halite/transport/worker_pool.h"
 #include "halite/transport/zmq_loop.h"
@@ -38,6 +39,11 @@ struct RequestServerOptions {
   // dropped unanswered (its sender times out and retries) and counted in shed().
   std::size_t max_queued = 20000;
   std::size_t max_queued_bytes = std::size_t{1} << 30;
+  // Replies queued for one connection that is not reading them (ZMQ_SNDHWM). A REQ peer has
+  // one reply in flight and a halite-minion's DEALER a few (its retries); a peer that sends
+  // and never reads made libzmq keep every reply when this was unbounded (finding 22). Past
+  // it a reply is dropped and counted in unread_dropped().
+  int replies_queued_per_peer = 8;
 };
 
 class RequestServer {
@@ -65,6 +71,8 @@ class RequestServer {
   std::uint64_t shed() const { return shed_.load(); }
   // Handlers that threw: answered "Server-side exception handling payload", process kept.
   std::uint64_t handler_failures() const { return handler_failures_.load(); }
+  // Replies dropped because their connection already had replies_queued_per_peer unread.
+  std::uint64_t unread_dropped() const { return unread_dropped_.load(); }
   std::size_t queued() const { return queued_.load(); }
   std::int64_t in_flight() const {
     return static_cast<std::int64_t>(received_.load()) - static_cast<std::int64_t>(replied_.load());
@@ -87,9 +95,11 @@ class RequestServer {
   std::atomic<std::uint64_t> oversize_{0};
   std::atomic<std::uint64_t> shed_{0};
   std::atomic<std::uint64_t> handler_failures_{0};
+  std::atomic<std::uint64_t> unread_dropped_{0};
   std::atomic<std::size_t> queued_{0};
   std::atomic<std::size_t> queued_bytes_{0};
   std::chrono::steady_clock::time_point last_shed_log_;  // loop thread only
+  LogLimiter unread_log_{std::chrono::seconds(10)};      // loop thread only
 };
 
 }  // namespace halite::master
