@@ -301,8 +301,9 @@ Result<std::unique_ptr<MasterDaemon>> MasterDaemon::Create(config::MasterConfig 
   impl->request_server = std::make_unique<master::RequestServer>(
       impl->zmq_context, *impl->request_loop, *impl->workers,
       [ctx_ptr](std::string body, master::RequestServer::Reply reply,
-                std::chrono::steady_clock::time_point received) {
-        master::HandleRequest(*ctx_ptr, std::move(body), std::move(reply), received);
+                std::chrono::steady_clock::time_point received, std::string peer) {
+        master::HandleRequest(*ctx_ptr, std::move(body), std::move(reply), received,
+                              std::move(peer));
       },
       req_options);
   return std::unique_ptr<MasterDaemon>(new MasterDaemon(std::move(impl)));

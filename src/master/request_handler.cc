@@ -61,7 +61,7 @@ bool IdFreeCommand(std::string_view cmd) {
 }  // namespace
 
 void HandleRequest(MasterContext& ctx, std::string body, std::function<void(std::string)> reply,
-                   std::chrono::steady_clock::time_point received) {
+                   std::chrono::steady_clock::time_point received, std::string peer) {
   auto bad = [&](std::string_view why) {
     ctx.counters->bad_requests++;
     spdlog::debug("bad request: {}", why);
@@ -289,14 +289,18 @@ void HandleRequest(MasterContext& ctx, std::string body, std::function<void(std:
   // Only an id its token proved counts as seen (presence.h).
   req.id_proven = id_proven && !req.id.empty();
   if (ctx.presence && req.id_proven) ctx.presence->Seen(req.id);
-  if (!ctx.minion_slots || !req.id_proven) {
+  // One minion holds at most minion_requests_running workers (MinionSlots). Requests whose
+  // id no tok proved (v2 file-server requests; unsigned v2 ones where allowed) share by
+  // connection instead, under a key no minion id can be (ids have no control bytes): before,
+  // they took workers without limit, so one connection's pipelined `_file_list`s of a large
+  // tree held them all (finding 27).
+  const std::string id = req.id_proven ? req.id : peer.empty() ? std::string() : "\x01" + peer;
+  if (!ctx.minion_slots || id.empty()) {
     DispatchAes(ctx, command, std::move(req));
     return;
   }
-  // One minion holds at most minion_requests_running workers (MinionSlots). A request that
-  // waits for its minion's slot runs later on another worker, outside the request server's
-  // task boundary, so it carries its own.
-  const std::string id = req.id;
+  // A request that waits for its minion's slot runs later on another worker, outside the
+  // request server's task boundary, so it carries its own.
   auto answer = req.reply;
   auto work = [&ctx, command, answer, req = std::move(req)]() mutable {
     try {
@@ -315,9 +319,10 @@ void HandleRequest(MasterContext& ctx, std::string body, std::function<void(std:
     static LogLimiter limiter(std::chrono::seconds(10));
     if (auto suppressed = limiter.Pass()) {
       spdlog::warn(
-          "{} from '{}' dropped: that minion already has {} requests waiting for its share of "
-          "the workers (minion_requests_waiting){}",
-          Printable(command), id, ctx.config->minion_requests_waiting,
+          "{} from {} dropped: that {} already has {} requests waiting for its share of the "
+          "workers (minion_requests_waiting){}",
+          Printable(command), id[0] == '\x01' ? "a connection with no proven id" : "'" + id + "'",
+          id[0] == '\x01' ? "connection" : "minion", ctx.config->minion_requests_waiting,
           SuppressedSuffix(*suppressed));
     }
     answer(ReplyKind::kNone, wire::Value());

@@ -108,6 +108,7 @@ void RequestServer::OnReadable() {
   }
   queued_++;
   queued_bytes_ += size;
+  std::string peer = frames.front().to_string();  // the routing id
   auto envelope = std::make_shared<std::vector<zmq::message_t>>(std::move(frames));
   auto answered = std::make_shared<std::atomic<bool>>(false);
   Reply reply = [this, envelope, answered](std::string reply_body) {
@@ -117,13 +118,13 @@ void RequestServer::OnReadable() {
     });
   };
   workers_.Post([this, size, body = std::move(body), reply = std::move(reply),
-                 received = std::chrono::steady_clock::now()]() mutable {
+                 peer = std::move(peer), received = std::chrono::steady_clock::now()]() mutable {
     queued_--;
     queued_bytes_ -= size;
     // A task boundary: one request's failure (bad_alloc, a library throwing) is answered and
     // logged here instead of ending the worker thread and the process.
     try {
-      handler_(std::move(body), reply, received);
+      handler_(std::move(body), reply, received, std::move(peer));
     } catch (const std::exception& e) {
       handler_failures_++;
       spdlog::error("request handler failed: {}", e.what());

@@ -268,6 +268,63 @@ TEST_F(HostileTest, AStrangersEndlessNewIdsFillMinionsPreOnlyToMaxPendingKeys) {
   EXPECT_EQ(again->inner.Find("ret")->ToJson(), "true");
 }
 
+// Finding 27: the per-minion share of the workers (finding 16) applied to ids a tok proved,
+// and a v2 file-server request proves none (its id is not needed, and v2 minions do not sign
+// them): one connection's pipelined v2 `_file_hash`es of large files, or `_file_list`s of a
+// large tree, took every worker. Such requests now share by connection: at most
+// minion_requests_running (2) run, minion_requests_waiting (4 here) wait, the rest are
+// dropped and counted, and a signed request from another minion is served meanwhile.
+TEST_F(HostileTest, PipelinedV2FileRequestsHoldOnlyTheirConnectionsShare) {
+  MasterUnderTest master(tmp_.path(), Spec(true, "minion_requests_waiting: 4\n"));
+  const std::filesystem::path states = master.dir() / "states";
+  std::filesystem::create_directories(states);
+  constexpr int kPipelined = 40;
+  for (int i = 0; i < kPipelined; ++i) {
+    const std::filesystem::path file = states / ("big" + std::to_string(i) + ".iso");
+    { std::ofstream(file.string()); }
+    std::filesystem::resize_file(file, 256u << 20);  // sparse: no disk written
+  }
+  master.Start();
+  auto evil = SignIn(ctx_, master, "evil");
+  auto web = SignIn(ctx_, master, "web1");
+  zmq::socket_t dealer(ctx_, zmq::socket_type::dealer);
+  dealer.set(zmq::sockopt::linger, 0);
+  dealer.connect(RetEndpoint(master));
+  RawMinion::Forge v2;
+  v2.version = 2;
+  v2.with_tok = false;
+  for (int i = 0; i < kPipelined; ++i) {
+    auto encoded =
+        evil.minion->Encode(evil.aes,
+                            wire::Value::MapOf({{"cmd", "_file_hash"},
+                                                {"path", "big" + std::to_string(i) + ".iso"},
+                                                {"saltenv", "base"}}),
+                            v2);
+    dealer.send(zmq::message_t(), zmq::send_flags::sndmore);
+    dealer.send(zmq::buffer(encoded.body), zmq::send_flags::none);
+  }
+  const std::string dropped = Labels("halite_minion_requests_dropped_total");
+  ASSERT_TRUE(WaitFor([&] { return MetricOr0(master, dropped) >= 20; }, 20s))
+      << "only " << MetricOr0(master, dropped) << " of " << kPipelined
+      << " pipelined requests were dropped";
+  auto opts = web.minion->Request(ctx_, web.session, wire::Value::MapOf({{"cmd", "_master_opts"}}));
+  EXPECT_TRUE(opts.ok()) << opts.error().ToString();
+  // What ran or waited is answered; the rest were dropped.
+  int answered = 0;
+  const auto deadline = std::chrono::steady_clock::now() + 60s;
+  while (answered + MetricOr0(master, dropped) < kPipelined &&
+         std::chrono::steady_clock::now() < deadline) {
+    zmq::pollitem_t item{dealer.handle(), 0, ZMQ_POLLIN, 0};
+    if (zmq::poll(&item, 1, 500ms) <= 0) continue;
+    std::vector<zmq::message_t> frames;
+    ASSERT_TRUE(zmq::recv_multipart(dealer, std::back_inserter(frames)).has_value());
+    ++answered;
+  }
+  EXPECT_GE(answered, 2 + 4);
+  EXPECT_EQ(answered + MetricOr0(master, dropped), kPipelined);
+  EXPECT_EQ(MetricOr0(master, Labels("halite_minion_requests_waiting")), 0);
+}
+
 // The master's ASan quarantine (256 MiB of freed memory held back by default) would count as
 // kept memory in a test of what the master keeps.
 MasterSpec SmallQuarantine(MasterSpec spec) {

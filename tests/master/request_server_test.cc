@@ -74,7 +74,7 @@ TEST_F(RequestServerTest, AFullQueueShedsAndCountsTheRest) {
   Gate gate;
   std::shared_future<void> released = gate.Opened();
   StartServer(
-      [released](std::string body, RequestServer::Reply reply, auto) {
+      [released](std::string body, RequestServer::Reply reply, auto, auto) {
         released.wait();  // the only worker is held: everything else queues
         reply(body);
       },
@@ -121,7 +121,7 @@ TEST_F(RequestServerTest, SignInsThatWaitedPastAuthQueueTimeoutAreDroppedUnanswe
   const std::string hold = wire::Pack(wire::Value("hold"));
   StartServer(
       [&ctx, released, hold](std::string body, RequestServer::Reply reply,
-                             std::chrono::steady_clock::time_point received) {
+                             std::chrono::steady_clock::time_point received, auto) {
         if (body == hold) {
           released.wait();
           reply(body);
@@ -173,7 +173,7 @@ TEST_F(RequestServerTest, SignInsThatWaitedPastAuthQueueTimeoutAreDroppedUnanswe
 
 TEST_F(RequestServerTest, AThrowingHandlerIsAnsweredAndTheServerKeepsServing) {
   StartServer(
-      [](std::string body, RequestServer::Reply reply, auto) {
+      [](std::string body, RequestServer::Reply reply, auto, auto) {
         if (body == wire::Pack(wire::Value("boom"))) throw std::length_error("boom");
         reply(body);
       },

@@ -155,9 +155,12 @@ struct MasterContext {
 // Answers one request body (salt-wire 3.3); `reply` is called exactly once, possibly later
 // from another thread (returns are acknowledged only once durable).
 // `received` is when the request server read it: an `_auth` older than
-// config->auth_queue_timeout_ms is dropped unanswered (reply("")).
+// config->auth_queue_timeout_ms is dropped unanswered (reply("")). `peer`: the connection
+// (its routing id), whose requests share one minion's share of the workers when no tok
+// proves whose they are; empty: such requests are not limited.
 void HandleRequest(
     MasterContext& ctx, std::string body, std::function<void(std::string)> reply,
-    std::chrono::steady_clock::time_point received = std::chrono::steady_clock::now());
+    std::chrono::steady_clock::time_point received = std::chrono::steady_clock::now(),
+    std::string peer = "");
 
 }  // namespace halite::master

@@ -53,9 +53,10 @@ class RequestServer {
   // Runs on a worker thread.
   // `received`: when the request server read the request (queueing time is now - received).
   // Calling `reply` with an empty body sends nothing: the request is dropped (counted as
-  // answered).
-  using Handler = std::function<void(std::string body, Reply reply,
-                                     std::chrono::steady_clock::time_point received)>;
+  // answered). `peer`: the connection's routing id (opaque bytes, unique while it lives).
+  using Handler =
+      std::function<void(std::string body, Reply reply,
+                         std::chrono::steady_clock::time_point received, std::string peer)>;
 
   RequestServer(zmq::context_t& context, transport::ZmqLoop& loop, transport::WorkerPool& workers,
                 Handler handler, RequestServerOptions options);
