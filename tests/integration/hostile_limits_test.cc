@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <iostream>
 #include <zmq.hpp>
 
 #include "halite/jobs/jid.h"
@@ -382,6 +383,7 @@ TEST_F(HostileTest, AConnectionThatNeverReadsItsRepliesHoldsOnlyAFew) {
         << " waiting, " << MetricOr0(master, dropped) << " replies dropped";
   }
   const long rss_after = StatusKib(master.pid(), "VmRSS");
+  std::cout << "[ measured ] master RSS " << rss_before << " -> " << rss_after << " KiB\n";
   EXPECT_LT(rss_after - rss_before, 32 * 1024) << rss_before << " -> " << rss_after << " KiB";
   // A minion that reads its replies is served meanwhile.
   auto web = SignIn(ctx_, master, "web1");
@@ -478,6 +480,7 @@ TEST_F(HostileTest, RecentJobsKeepOnlyWhatReturnsAreCheckedAgainst) {
   }
   const long rss_after = StatusKib(master.pid(), "VmRSS");
   // 96 MiB of arguments were sent; the old code kept all of it (and more) resident.
+  std::cout << "[ measured ] master RSS " << rss_before << " -> " << rss_after << " KiB\n";
   EXPECT_LT(rss_after - rss_before, 48 * 1024) << rss_before << " -> " << rss_after << " KiB";
 }
 
