@@ -167,6 +167,7 @@ void ReadAll(YamlMapReader& r, MasterConfig& c) {
   r.ReadStringListMap("peer_run", c.peer_run);
   r.ReadInt("max_events_per_request", c.max_events_per_request, 1, 1000000);
   r.ReadInt("max_event_size", c.max_event_size, 1024, 1 << 30);
+  r.ReadInt("mine_max_bytes", c.mine_max_bytes, 0, std::int64_t{1} << 40);
   r.ReadInt("minion_events_per_second", c.minion_events_per_second, 1, 1000000);
   r.ReadInt("minion_events_burst", c.minion_events_burst, 1, 10000000);
   r.ReadInt("minion_requests_running", c.minion_requests_running, 1, 1024);

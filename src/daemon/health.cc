@@ -162,6 +162,9 @@ std::string MasterDaemon::Impl::Metrics() {
        static_cast<double>(file_hashes.read()));
   line("halite_file_hashes_total", id + ",source=\"cache\"",
        static_cast<double>(file_hashes.from_memory()));
+  help("halite_mine_updates_refused_total", "counter",
+       "Mine updates refused: the minion's mine would have exceeded mine_max_bytes.");
+  line("halite_mine_updates_refused_total", id, counters.mine_refused.load());
   help("halite_returns_refused_total", "counter",
        "Returns for a job that did not target the minion.");
   line("halite_returns_refused_total", id, counters.returns_refused.load());

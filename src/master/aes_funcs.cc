@@ -2,6 +2,8 @@
 #include <fnmatch.h>
 #include <spdlog/spdlog.h>
 
+#include <unordered_map>
+
 #include "halite/common/logging.h"
 #include "halite/jobs/jid.h"
 #include "halite/keys/key_store.h"
@@ -358,6 +360,28 @@ void HandleMinionEvent(MasterContext& ctx, AesRequest req) {
   req.reply(ReplyKind::kEncrypted, wire::Value());
 }
 
+// The packed size of `id`'s mine once `data` is merged in (or replaces it: `clear`).
+std::size_t MineSizeAfter(MasterContext& ctx, const std::string& id, const wire::Value& data,
+                          bool clear) {
+  std::unordered_map<std::string, std::size_t> sizes;
+  if (!clear) {
+    const wire::Value current = ctx.minion_data->Mine(id);
+    if (const wire::Map* m = current.map()) {
+      for (const auto& [k, v] : *m) {
+        if (const std::string* fun = k.str()) sizes[*fun] = fun->size() + wire::Pack(v).size();
+      }
+    }
+  }
+  if (const wire::Map* m = data.map()) {
+    for (const auto& [k, v] : *m) {
+      if (const std::string* fun = k.str()) sizes[*fun] = fun->size() + wire::Pack(v).size();
+    }
+  }
+  std::size_t total = 0;
+  for (const auto& [fun, size] : sizes) total += size;
+  return total;
+}
+
 // salt-wire 6.2: _mine, _mine_delete, _mine_flush, _mine_get.
 void HandleMine(MasterContext& ctx, const std::string& cmd, AesRequest req) {
   if (req.id.empty() || !keys::ValidMinionId(req.id)) {
@@ -367,8 +391,24 @@ void HandleMine(MasterContext& ctx, const std::string& cmd, AesRequest req) {
   Status st = OkStatus();
   if (cmd == "_mine") {
     const wire::Value* data = req.load.Find("data");
-    const wire::Value* clear = req.load.Find("clear");
-    st = data ? ctx.minion_data->UpdateMine(req.id, *data, clear && clear->Truthy())
+    const bool clear = req.load.Find("clear") && req.load.Find("clear")->Truthy();
+    const std::int64_t max = ctx.config->mine_max_bytes;
+    if (data && max > 0) {
+      if (const std::size_t size = MineSizeAfter(ctx, req.id, *data, clear);
+          size > static_cast<std::size_t>(max)) {
+        ctx.counters->mine_refused++;
+        static LogLimiter limiter(std::chrono::seconds(10));
+        if (auto n = limiter.Pass()) {
+          spdlog::warn(
+              "_mine from '{}' refused: its mine would be {} bytes, over mine_max_bytes "
+              "({}){}",
+              req.id, size, max, SuppressedSuffix(*n));
+        }
+        req.reply(ReplyKind::kEncrypted, wire::Value(false));
+        return;
+      }
+    }
+    st = data ? ctx.minion_data->UpdateMine(req.id, *data, clear)
               : Status(Error::InvalidArgument("_mine without data"));
   } else if (cmd == "_mine_delete") {
     const std::string* fun = req.load.FindStr("fun");

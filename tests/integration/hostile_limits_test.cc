@@ -326,6 +326,45 @@ TEST_F(HostileTest, PipelinedV2FileRequestsHoldOnlyTheirConnectionsShare) {
   EXPECT_EQ(MetricOr0(master, Labels("halite_minion_requests_waiting")), 0);
 }
 
+// Finding 28: a minion's mine had no size limit. Each `_mine` is at most max_request_bytes,
+// but its functions merge into what is stored, so a minion that sent new function names
+// grew its mine without end, and every `_mine` rewrote, and every `_mine_get` that matched the
+// minion read, the whole of it. Now a `_mine` that would take the mine past mine_max_bytes
+// (4 MiB by default) is refused: answered false, counted, and nothing is stored.
+TEST_F(HostileTest, AMinionsMineIsBoundedByMineMaxBytes) {
+  MasterUnderTest master(tmp_.path(), Spec());
+  master.Start();
+  auto evil = SignIn(ctx_, master, "evil");
+  auto mine = [&](const std::string& fun, std::size_t bytes, bool clear = false) {
+    auto r = evil.minion->Request(
+        ctx_, evil.session,
+        wire::Value::MapOf({{"cmd", "_mine"},
+                            {"data", wire::Value::MapOf({{fun, std::string(bytes, 'm')}})},
+                            {"clear", clear}}));
+    EXPECT_TRUE(r.ok()) << r.error().ToString();
+    return r.ok() ? r->ToJson() : std::string("<no answer>");
+  };
+  const std::string refused = Labels("halite_mine_updates_refused_total");
+  EXPECT_EQ(mine("f1", 3u << 20), "true");
+  EXPECT_EQ(mine("f2", 2u << 20), "false") << "the mine grew past 4 MiB";
+  EXPECT_EQ(MetricOr0(master, refused), 1);
+  EXPECT_EQ(mine("f1", 1u << 20), "true");  // replacing f1 makes room
+  EXPECT_EQ(mine("f2", 2u << 20), "true");
+  EXPECT_EQ(mine("f3", 2u << 20), "false");
+  EXPECT_EQ(mine("f3", 3u << 20, /*clear=*/true), "true");  // replaces the whole mine
+  EXPECT_EQ(MetricOr0(master, refused), 2);
+  // What is stored is what was accepted: another minion's mine_get sees f3 only.
+  auto web = SignIn(ctx_, master, "web1");
+  for (const char* fun : {"f1", "f2", "f3"}) {
+    auto got = web.minion->Request(
+        ctx_, web.session,
+        wire::Value::MapOf({{"cmd", "_mine_get"}, {"tgt", "evil"}, {"fun", fun}}));
+    ASSERT_TRUE(got.ok()) << got.error().ToString();
+    const bool has = got->Find("evil") != nullptr;
+    EXPECT_EQ(has, std::string(fun) == "f3") << fun << ": " << got->ToJson().substr(0, 100);
+  }
+}
+
 // The master's ASan quarantine (256 MiB of freed memory held back by default) would count as
 // kept memory in a test of what the master keeps.
 MasterSpec SmallQuarantine(MasterSpec spec) {

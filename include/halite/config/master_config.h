@@ -183,6 +183,10 @@ struct MasterConfig {
   // Salt's max_event_size: a minion event whose data packs to more than this has its large
   // values replaced by "VALUE_TRIMMED", as Salt does; one still over is dropped and counted.
   int max_event_size = 1048576;
+  // A minion's mine, all functions together (packed): a `_mine` that would take it past this
+  // is refused (answered false, counted). Salt has no limit; entries merge across requests,
+  // so without one a minion's mine grew without end (docs/security.md, finding 28). 0: none.
+  std::int64_t mine_max_bytes = 4 << 20;
   int minion_events_per_second = 100;
   int minion_events_burst = 2000;
   // One minion's share of the workers: at most this many of its requests are handled at once;

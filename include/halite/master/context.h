@@ -77,6 +77,7 @@ struct Counters {
   std::atomic<std::uint64_t> refused_stale{0};
   std::atomic<std::uint64_t> refused_replay{0};
   std::atomic<std::uint64_t> returns_refused{0};  // for a job that did not target the minion
+  std::atomic<std::uint64_t> mine_refused{0};     // a `_mine` past mine_max_bytes
   std::atomic<std::uint64_t> auth_full{0};        // max_minions reached
   std::atomic<std::uint64_t> handler_exceptions{0};
 };
