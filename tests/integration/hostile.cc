@@ -95,4 +95,45 @@ wire::Value ReturnLoad(const std::string& jid, const std::string& text) {
                              {"success", true}});
 }
 
+zmq::socket_t EventBusSubscriber(zmq::context_t& ctx, const MasterUnderTest& master) {
+  zmq::socket_t sub(ctx, zmq::socket_type::sub);
+  sub.set(zmq::sockopt::subscribe, "");
+  sub.connect("ipc://" + (master.dir() / "sock" / "halite_event_pub.ipc").string());
+  return sub;
+}
+
+bool EventsUntil(zmq::socket_t& sub, const std::string& marker, std::vector<wire::Event>& seen) {
+  const auto deadline = std::chrono::steady_clock::now() + 15s;
+  while (std::chrono::steady_clock::now() < deadline) {
+    zmq::pollitem_t item{static_cast<void*>(sub), 0, ZMQ_POLLIN, 0};
+    zmq::poll(&item, 1, 200ms);
+    if (!(item.revents & ZMQ_POLLIN)) continue;
+    zmq::message_t msg;
+    (void)sub.recv(msg);
+    auto ev = wire::UnpackEvent(msg.to_string_view());
+    if (!ev.ok()) continue;
+    seen.push_back(*ev);
+    if (ev->tag == marker) return true;
+  }
+  return false;
+}
+
+void ExpectEachAnsweredOrDropped(const MasterUnderTest& master, zmq::socket_t& dealer,
+                                 int pipelined, int min_answered) {
+  const std::string dropped = Labels("halite_minion_requests_dropped_total");
+  int answered = 0;
+  const auto deadline = std::chrono::steady_clock::now() + 60s;
+  while (answered + MetricOr0(master, dropped) < pipelined &&
+         std::chrono::steady_clock::now() < deadline) {
+    zmq::pollitem_t item{dealer.handle(), 0, ZMQ_POLLIN, 0};
+    if (zmq::poll(&item, 1, 500ms) <= 0) continue;
+    std::vector<zmq::message_t> frames;
+    ASSERT_TRUE(zmq::recv_multipart(dealer, std::back_inserter(frames)).has_value());
+    ++answered;
+  }
+  EXPECT_GE(answered, min_answered);
+  EXPECT_EQ(answered + MetricOr0(master, dropped), pipelined);
+  EXPECT_EQ(MetricOr0(master, Labels("halite_minion_requests_waiting")), 0);
+}
+
 }  // namespace halite::testing

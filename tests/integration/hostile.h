@@ -17,6 +17,7 @@
 
 #include "halite/client/local_client.h"
 #include "halite/wire/encoding.h"
+#include "halite/wire/event.h"
 #include "harness.h"
 #include "raw_client.h"
 #include "test_keys.h"
@@ -51,6 +52,18 @@ std::string PublishJob(const MasterUnderTest& master, const std::string& tgt,
 // The minion ids with a stored return for `jid`.
 std::vector<std::string> Returned(const MasterUnderTest& master, const std::string& jid);
 wire::Value ReturnLoad(const std::string& jid, const std::string& text);
+
+// A SUB on `master`'s event bus, subscribed to every tag.
+zmq::socket_t EventBusSubscriber(zmq::context_t& ctx, const MasterUnderTest& master);
+// The events read from `sub` up to the first tagged `marker` (included), or for 15 s at
+// most; whether the marker came.
+bool EventsUntil(zmq::socket_t& sub, const std::string& marker, std::vector<wire::Event>& seen);
+
+// Reads the replies to `pipelined` requests sent on `dealer` until each was answered or
+// counted as dropped (halite_minion_requests_dropped_total), 60 s at most; then expects at
+// least `min_answered` answers, the two to add up, and nothing left waiting.
+void ExpectEachAnsweredOrDropped(const MasterUnderTest& master, zmq::socket_t& dealer,
+                                 int pipelined, int min_answered);
 
 class HostileTest : public ::testing::Test {
  protected:

@@ -186,19 +186,7 @@ TEST_F(HostileTest, OneMinionsPipelinedSlowRequestsHoldOnlyItsShareOfTheWorkers)
   EXPECT_GE(MetricOr0(master, dropped), 20);
 
   // What ran or waited is answered (nothing waiting is stranded); the rest were dropped.
-  int answered = 0;
-  const auto deadline = std::chrono::steady_clock::now() + 60s;
-  while (answered + MetricOr0(master, dropped) < kPipelined &&
-         std::chrono::steady_clock::now() < deadline) {
-    zmq::pollitem_t item{dealer.handle(), 0, ZMQ_POLLIN, 0};
-    if (zmq::poll(&item, 1, 500ms) <= 0) continue;
-    std::vector<zmq::message_t> frames;
-    ASSERT_TRUE(zmq::recv_multipart(dealer, std::back_inserter(frames)).has_value());
-    ++answered;
-  }
-  EXPECT_GE(answered, 2 + 4);
-  EXPECT_EQ(answered + MetricOr0(master, dropped), kPipelined);
-  EXPECT_EQ(MetricOr0(master, Labels("halite_minion_requests_waiting")), 0);
+  ExpectEachAnsweredOrDropped(master, dealer, kPipelined, 2 + 4);
 }
 
 TEST_F(HostileTest, DeletedMinionsSessionKeyEndsAtOnce) {
@@ -311,19 +299,7 @@ TEST_F(HostileTest, PipelinedV2FileRequestsHoldOnlyTheirConnectionsShare) {
   auto opts = web.minion->Request(ctx_, web.session, wire::Value::MapOf({{"cmd", "_master_opts"}}));
   EXPECT_TRUE(opts.ok()) << opts.error().ToString();
   // What ran or waited is answered; the rest were dropped.
-  int answered = 0;
-  const auto deadline = std::chrono::steady_clock::now() + 60s;
-  while (answered + MetricOr0(master, dropped) < kPipelined &&
-         std::chrono::steady_clock::now() < deadline) {
-    zmq::pollitem_t item{dealer.handle(), 0, ZMQ_POLLIN, 0};
-    if (zmq::poll(&item, 1, 500ms) <= 0) continue;
-    std::vector<zmq::message_t> frames;
-    ASSERT_TRUE(zmq::recv_multipart(dealer, std::back_inserter(frames)).has_value());
-    ++answered;
-  }
-  EXPECT_GE(answered, 2 + 4);
-  EXPECT_EQ(answered + MetricOr0(master, dropped), kPipelined);
-  EXPECT_EQ(MetricOr0(master, Labels("halite_minion_requests_waiting")), 0);
+  ExpectEachAnsweredOrDropped(master, dealer, kPipelined, 2 + 4);
 }
 
 // Finding 28: a minion's mine had no size limit. Each `_mine` is at most max_request_bytes,
@@ -440,9 +416,7 @@ TEST_F(HostileTest, AJidCannotCarryControlBytesOrSlashesIntoEventTags) {
   MasterUnderTest master(tmp_.path(), Spec());
   master.Start();
   auto web = SignIn(ctx_, master, "web1");
-  zmq::socket_t sub(ctx_, zmq::socket_type::sub);
-  sub.set(zmq::sockopt::subscribe, "");
-  sub.connect("ipc://" + (master.dir() / "sock" / "halite_event_pub.ipc").string());
+  zmq::socket_t sub = EventBusSubscriber(ctx_, master);
   auto client = ClientFor(master);
   ASSERT_TRUE(client->SubscribeEvents().ok());
   const std::string digits = jobs::GenerateJid(std::chrono::system_clock::now());
@@ -458,22 +432,10 @@ TEST_F(HostileTest, AJidCannotCarryControlBytesOrSlashesIntoEventTags) {
                                                 {"tag", "custom/marker"},
                                                 {"data", wire::Value::EmptyMap()}}))
                   .ok());
-  std::vector<std::string> seen;
-  bool marker = false;
-  const auto deadline = std::chrono::steady_clock::now() + 15s;
-  while (!marker && std::chrono::steady_clock::now() < deadline) {
-    zmq::pollitem_t item{static_cast<void*>(sub), 0, ZMQ_POLLIN, 0};
-    zmq::poll(&item, 1, 200ms);
-    if (!(item.revents & ZMQ_POLLIN)) continue;
-    zmq::message_t msg;
-    (void)sub.recv(msg);
-    auto ev = wire::UnpackEvent(msg.to_string_view());
-    if (!ev.ok()) continue;
-    seen.push_back(ev->tag);
-    if (ev->tag == "custom/marker") marker = true;
-  }
-  ASSERT_TRUE(marker);
-  for (const auto& tag : seen) {
+  std::vector<wire::Event> seen;
+  ASSERT_TRUE(EventsUntil(sub, "custom/marker", seen));
+  for (const auto& event : seen) {
+    const std::string& tag = event.tag;
     EXPECT_EQ(tag.find("victim"), std::string::npos) << tag;
     EXPECT_EQ(tag.find_first_of("\r\n\x1b"), std::string::npos) << tag;
     EXPECT_EQ(tag.find("1111111111111111111111111111111111111111"), std::string::npos) << tag;
