@@ -363,20 +363,16 @@ void HandleMinionEvent(MasterContext& ctx, AesRequest req) {
 // The packed size of `id`'s mine once `data` is merged in (or replaces it: `clear`).
 std::size_t MineSizeAfter(MasterContext& ctx, const std::string& id, const wire::Value& data,
                           bool clear) {
-  std::unordered_map<std::string, std::size_t> sizes;
-  if (!clear) {
-    const wire::Value current = ctx.minion_data->Mine(id);
-    if (const wire::Map* m = current.map()) {
+  std::unordered_map<std::string, std::size_t> sizes;  // by function: the last one wins
+  auto add = [&sizes](const wire::Value& mine) {
+    if (const wire::Map* m = mine.map()) {
       for (const auto& [k, v] : *m) {
         if (const std::string* fun = k.str()) sizes[*fun] = fun->size() + wire::Pack(v).size();
       }
     }
-  }
-  if (const wire::Map* m = data.map()) {
-    for (const auto& [k, v] : *m) {
-      if (const std::string* fun = k.str()) sizes[*fun] = fun->size() + wire::Pack(v).size();
-    }
-  }
+  };
+  if (!clear) add(ctx.minion_data->Mine(id));
+  add(data);
   std::size_t total = 0;
   for (const auto& [fun, size] : sizes) total += size;
   return total;

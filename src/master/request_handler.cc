@@ -294,7 +294,8 @@ void HandleRequest(MasterContext& ctx, std::string body, std::function<void(std:
   // connection instead, under a key no minion id can be (ids have no control bytes): before,
   // they took workers without limit, so one connection's pipelined `_file_list`s of a large
   // tree held them all (finding 27).
-  const std::string id = req.id_proven ? req.id : peer.empty() ? std::string() : "\x01" + peer;
+  const bool by_connection = !req.id_proven;
+  const std::string id = !by_connection ? req.id : peer.empty() ? std::string() : "\x01" + peer;
   if (!ctx.minion_slots || id.empty()) {
     DispatchAes(ctx, command, std::move(req));
     return;
@@ -321,8 +322,8 @@ void HandleRequest(MasterContext& ctx, std::string body, std::function<void(std:
       spdlog::warn(
           "{} from {} dropped: that {} already has {} requests waiting for its share of the "
           "workers (minion_requests_waiting){}",
-          Printable(command), id[0] == '\x01' ? "a connection with no proven id" : "'" + id + "'",
-          id[0] == '\x01' ? "connection" : "minion", ctx.config->minion_requests_waiting,
+          Printable(command), by_connection ? "a connection with no proven id" : "'" + id + "'",
+          by_connection ? "connection" : "minion", ctx.config->minion_requests_waiting,
           SuppressedSuffix(*suppressed));
     }
     answer(ReplyKind::kNone, wire::Value());
