@@ -2,8 +2,6 @@
 #include <fnmatch.h>
 #include <spdlog/spdlog.h>
 
-#include <unordered_map>
-
 #include "halite/common/logging.h"
 #include "halite/jobs/jid.h"
 #include "halite/keys/key_store.h"
@@ -360,24 +358,6 @@ void HandleMinionEvent(MasterContext& ctx, AesRequest req) {
   req.reply(ReplyKind::kEncrypted, wire::Value());
 }
 
-// The packed size of `id`'s mine once `data` is merged in (or replaces it: `clear`).
-std::size_t MineSizeAfter(MasterContext& ctx, const std::string& id, const wire::Value& data,
-                          bool clear) {
-  std::unordered_map<std::string, std::size_t> sizes;  // by function: the last one wins
-  auto add = [&sizes](const wire::Value& mine) {
-    if (const wire::Map* m = mine.map()) {
-      for (const auto& [k, v] : *m) {
-        if (const std::string* fun = k.str()) sizes[*fun] = fun->size() + wire::Pack(v).size();
-      }
-    }
-  };
-  if (!clear) add(ctx.minion_data->Mine(id));
-  add(data);
-  std::size_t total = 0;
-  for (const auto& [fun, size] : sizes) total += size;
-  return total;
-}
-
 // salt-wire 6.2: _mine, _mine_delete, _mine_flush, _mine_get.
 void HandleMine(MasterContext& ctx, const std::string& cmd, AesRequest req) {
   if (req.id.empty() || !keys::ValidMinionId(req.id)) {
@@ -388,24 +368,19 @@ void HandleMine(MasterContext& ctx, const std::string& cmd, AesRequest req) {
   if (cmd == "_mine") {
     const wire::Value* data = req.load.Find("data");
     const bool clear = req.load.Find("clear") && req.load.Find("clear")->Truthy();
-    const std::int64_t max = ctx.config->mine_max_bytes;
-    if (data && max > 0) {
-      if (const std::size_t size = MineSizeAfter(ctx, req.id, *data, clear);
-          size > static_cast<std::size_t>(max)) {
-        ctx.counters->mine_refused++;
-        static LogLimiter limiter(std::chrono::seconds(10));
-        if (auto n = limiter.Pass()) {
-          spdlog::warn(
-              "_mine from '{}' refused: its mine would be {} bytes, over mine_max_bytes "
-              "({}){}",
-              req.id, size, max, SuppressedSuffix(*n));
-        }
-        req.reply(ReplyKind::kEncrypted, wire::Value(false));
-        return;
-      }
-    }
-    st = data ? ctx.minion_data->UpdateMine(req.id, *data, clear)
+    const auto max = static_cast<std::size_t>(ctx.config->mine_max_bytes);  // read as >= 0
+    st = data ? ctx.minion_data->UpdateMine(req.id, *data, clear, max)
               : Status(Error::InvalidArgument("_mine without data"));
+    if (!st.ok() && st.error().code == ErrorCode::kResourceExhausted) {
+      ctx.counters->mine_refused++;
+      static LogLimiter limiter(std::chrono::seconds(10));
+      if (auto n = limiter.Pass()) {
+        spdlog::warn("_mine from '{}' refused: {} (mine_max_bytes){}", req.id, st.error().message,
+                     SuppressedSuffix(*n));
+      }
+      req.reply(ReplyKind::kEncrypted, wire::Value(false));
+      return;
+    }
   } else if (cmd == "_mine_delete") {
     const std::string* fun = req.load.FindStr("fun");
     st = fun ? ctx.minion_data->DeleteMine(req.id, *fun) : OkStatus();

@@ -113,7 +113,12 @@ wire::Value FileMinionData::Mine(std::string_view id) {
   return *data;
 }
 
-Status FileMinionData::UpdateMine(std::string_view id, const wire::Value& data, bool clear) {
+std::size_t MineEntryBytes(std::string_view fun, const wire::Value& data) {
+  return MineEntryBytes(fun, wire::Pack(data, wire::Packing::kBinType).size());
+}
+
+Status FileMinionData::UpdateMine(std::string_view id, const wire::Value& data, bool clear,
+                                  std::size_t max_bytes) {
   if (!data.is_map()) return Error::InvalidArgument("mine data must be a map");
   std::lock_guard lock(mine_mu_);
   wire::Value before = clear ? wire::Value::EmptyMap() : Mine(id);
@@ -124,6 +129,18 @@ Status FileMinionData::UpdateMine(std::string_view id, const wire::Value& data, 
     if (const std::string* fun = k.str()) merged.Set(*fun, v);
   }
   const wire::Value mine(std::move(merged).Take());
+  if (max_bytes > 0) {
+    std::size_t total = 0;
+    for (const auto& [k, v] : *mine.map()) {
+      const std::string* fun = k.str();  // a corrupt file's other keys count as empty names
+      total += MineEntryBytes(fun ? std::string_view(*fun) : std::string_view(), v);
+    }
+    if (total > max_bytes) {
+      return Error::ResourceExhausted("the mine of " + std::string(id) + " would be " +
+                                      std::to_string(total) + " bytes, over " +
+                                      std::to_string(max_bytes));
+    }
+  }
   const std::filesystem::path dir = dir_ / std::string(id);
   HALITE_RETURN_IF_ERROR(keys::EnsureDir(dir_, 0700));
   HALITE_RETURN_IF_ERROR(keys::EnsureDir(dir, 0700));

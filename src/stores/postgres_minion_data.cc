@@ -266,7 +266,8 @@ bool PostgresMinionData::HasMine(std::string_view id) {
   return any.ok() && *any;
 }
 
-Status PostgresMinionData::UpdateMine(std::string_view id, const wire::Value& data, bool clear) {
+Status PostgresMinionData::UpdateMine(std::string_view id, const wire::Value& data, bool clear,
+                                      std::size_t max_bytes) {
   if (!data.is_map()) return Error::InvalidArgument("mine data must be a map");
   HALITE_RETURN_IF_ERROR(CheckText("minion id", id));
   // One row per function, the last of a repeated key winning (as a map merge would).
@@ -278,9 +279,11 @@ Status PostgresMinionData::UpdateMine(std::string_view id, const wire::Value& da
     rows[*fun] = wire::Pack(v, wire::Packing::kBinType);
   }
   std::vector<std::string_view> funs, values;
+  std::size_t sent_bytes = 0;
   for (const auto& [fun, packed] : rows) {
     funs.push_back(fun);
     values.push_back(packed);
+    sent_bytes += master::MineEntryBytes(fun, packed.size());
   }
   jobs::PgParams params;
   params.Text(id).TextArray(funs).BytesArray(values);
@@ -294,8 +297,44 @@ Status PostgresMinionData::UpdateMine(std::string_view id, const wire::Value& da
     sql = "WITH gone AS (DELETE FROM " + table +
           " WHERE minion_id = $1 AND NOT (fun = ANY($2::text[]))) " + sql;
   }
-  return Run<void>(
-      [&](jobs::PgConnection& conn) -> Status { return Done(conn.Exec(sql, params, Deadline())); });
+  if (max_bytes == 0) {
+    return Run<void>([&](jobs::PgConnection& conn) -> Status {
+      return Done(conn.Exec(sql, params, Deadline()));
+    });
+  }
+  // Bounded: the size check and the write in one transaction, under a lock on this minion's
+  // mine that every master takes, so two updates at once cannot both pass the check.
+  auto bounded = [&](jobs::PgConnection& conn) -> Status {
+    const auto deadline = Deadline();
+    HALITE_RETURN_IF_ERROR(conn.Exec("BEGIN", deadline));
+    HALITE_RETURN_IF_ERROR(
+        conn.Exec("SELECT pg_advisory_xact_lock(hashtext($1))",
+                  jobs::PgParams().Text("halite-mine:" + table + ":" + std::string(id)), deadline));
+    std::size_t kept_bytes = 0;
+    if (!clear) {
+      HALITE_ASSIGN_OR_RETURN(
+          jobs::PgResult kept,
+          conn.Exec("SELECT coalesce(sum(octet_length(fun) + octet_length(data)), 0)::int8 FROM " +
+                        table + " WHERE minion_id = $1 AND NOT (fun = ANY($2::text[]))",
+                    jobs::PgParams().Text(id).TextArray(funs), deadline));
+      kept_bytes = static_cast<std::size_t>(kept.Int8(0, 0));
+    }
+    if (const std::size_t total = kept_bytes + sent_bytes; total > max_bytes) {
+      HALITE_RETURN_IF_ERROR(conn.Exec("ROLLBACK", deadline));
+      return Error::ResourceExhausted("the mine of " + std::string(id) + " would be " +
+                                      std::to_string(total) + " bytes, over " +
+                                      std::to_string(max_bytes));
+    }
+    HALITE_RETURN_IF_ERROR(conn.Exec(sql, params, deadline));
+    return Done(conn.Exec("COMMIT", deadline));
+  };
+  return Run<void>([&](jobs::PgConnection& conn) -> Status {
+    Status st = bounded(conn);
+    if (!st.ok() && st.error().code != ErrorCode::kResourceExhausted && !conn.broken()) {
+      (void)conn.Exec("ROLLBACK", Deadline());  // leave no transaction open on a pooled connection
+    }
+    return st;
+  });
 }
 
 Status PostgresMinionData::DeleteMine(std::string_view id, std::string_view fun) {

@@ -4,7 +4,10 @@
 // masters of a cluster are.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <memory>
+#include <thread>
+#include <vector>
 
 #include "halite/master/minion_data.h"
 #include "harness.h"
@@ -79,17 +82,17 @@ TEST_P(MinionDataContractTest, TheMineMergesReplacesAndForgets) {
   ASSERT_NE(data, nullptr);
   EXPECT_FALSE(data->HasMine("db1"));
   EXPECT_EQ(data->Mine("db1"), Value::EmptyMap());
-  ASSERT_TRUE(data->UpdateMine("db1", Value::MapOf({{"a", 1}, {"b", "two"}}), false).ok());
-  ASSERT_TRUE(data->UpdateMine("db1", Value::MapOf({{"b", 3}}), false).ok());
+  ASSERT_TRUE(data->UpdateMine("db1", Value::MapOf({{"a", 1}, {"b", "two"}}), false, 0).ok());
+  ASSERT_TRUE(data->UpdateMine("db1", Value::MapOf({{"b", 3}}), false, 0).ok());
   EXPECT_TRUE(data->HasMine("db1"));
   EXPECT_EQ(data->Mine("db1"), Value::MapOf({{"a", 1}, {"b", 3}}));
-  ASSERT_TRUE(data->UpdateMine("db1", Value::MapOf({{"c", true}}), /*clear=*/true).ok());
+  ASSERT_TRUE(data->UpdateMine("db1", Value::MapOf({{"c", true}}), /*clear=*/true, 0).ok());
   EXPECT_EQ(data->Mine("db1"), Value::MapOf({{"c", true}}));
-  ASSERT_TRUE(data->UpdateMine("db1", Value::MapOf({{"d", 4}}), false).ok());
+  ASSERT_TRUE(data->UpdateMine("db1", Value::MapOf({{"d", 4}}), false, 0).ok());
   ASSERT_TRUE(data->DeleteMine("db1", "c").ok());
   ASSERT_TRUE(data->DeleteMine("db1", "never-there").ok());
   EXPECT_EQ(data->Mine("db1"), Value::MapOf({{"d", 4}}));
-  EXPECT_EQ(data->UpdateMine("db1", Value("not a map"), false).error().code,
+  EXPECT_EQ(data->UpdateMine("db1", Value("not a map"), false, 0).error().code,
             ErrorCode::kInvalidArgument);
   ASSERT_TRUE(data->FlushMine("db1").ok());
   EXPECT_FALSE(data->HasMine("db1"));
@@ -101,7 +104,7 @@ TEST_P(MinionDataContractTest, ClearDataKeepsTheMineAndRemoveForgetsEverything) 
   ASSERT_NE(data, nullptr);
   for (const char* id : {"a1", "a2"}) {
     ASSERT_TRUE(data->Store(id, kGrains, kPillar).ok());
-    ASSERT_TRUE(data->UpdateMine(id, Value::MapOf({{"f", 1}}), false).ok());
+    ASSERT_TRUE(data->UpdateMine(id, Value::MapOf({{"f", 1}}), false, 0).ok());
   }
   ASSERT_TRUE(data->ClearData("a1").ok());
   EXPECT_FALSE(data->Grains("a1"));
@@ -117,6 +120,67 @@ TEST_P(MinionDataContractTest, ClearDataKeepsTheMineAndRemoveForgetsEverything) 
   EXPECT_EQ(data->Grains("a2"), kGrains);
 }
 
+// mine_max_bytes (finding 28): the bound counts each function's name and packed data, as
+// the mine would be after the update; past it nothing is stored.
+TEST_P(MinionDataContractTest, TheMineIsBoundedByMaxBytes) {
+  auto data = Open();
+  ASSERT_TRUE(data);
+  const Value small = Value(std::string(100, 's'));
+  const Value big = Value(std::string(1000, 'b'));
+  const std::size_t max = master::MineEntryBytes("a", small) + master::MineEntryBytes("b", big);
+  ASSERT_TRUE(data->UpdateMine("m1", Value::MapOf({{"a", small}}), false, max).ok());
+  ASSERT_TRUE(data->UpdateMine("m1", Value::MapOf({{"b", big}}), false, max).ok());  // exactly
+  const Value full = Value::MapOf({{"a", small}, {"b", big}});
+  auto over = data->UpdateMine("m1", Value::MapOf({{"c", 1}}), false, max);
+  ASSERT_FALSE(over.ok());
+  EXPECT_EQ(over.error().code, ErrorCode::kResourceExhausted) << over.error().ToString();
+  EXPECT_EQ(data->Mine("m1"), full);
+  // Replacing a function counts its new data only; a clear update counts only what it sends.
+  EXPECT_TRUE(data->UpdateMine("m1", Value::MapOf({{"b", Value("x")}, {"c", 1}}), false, max).ok());
+  EXPECT_FALSE(data->UpdateMine("m1", Value::MapOf({{"d", big}}), false, max).ok());
+  EXPECT_TRUE(data->UpdateMine("m1", Value::MapOf({{"d", big}}), /*clear=*/true, max).ok());
+  EXPECT_EQ(data->Mine("m1"), Value::MapOf({{"d", big}}));
+  // 0: no bound.
+  EXPECT_TRUE(data->UpdateMine("m1", Value::MapOf({{"e", big}, {"f", big}}), false, 0).ok());
+}
+
+// Updates racing each other cannot all pass the check: eight at once, each with a function of
+// two thirds of the bound, leave exactly one stored. On PostgreSQL each comes from a master of
+// its own; files are bounded per master (the masters of a shared folder: last writer wins).
+TEST_P(MinionDataContractTest, UpdatesAtOnceCannotAllPassTheBound) {
+  constexpr int kWriters = 8;
+  std::vector<std::unique_ptr<master::MinionData>> stores;
+  for (int i = 0; i < (GetParam() == "postgres" ? kWriters : 1); ++i) stores.push_back(Open());
+  for (const auto& store : stores) ASSERT_TRUE(store);
+  const Value payload = Value(std::string(2000, 'p'));
+  const std::size_t max = 3 * master::MineEntryBytes("f0", payload) / 2;
+  std::atomic<int> ready{0};
+  std::vector<Status> results(kWriters, OkStatus());
+  std::vector<std::thread> writers;
+  for (int i = 0; i < kWriters; ++i) {
+    writers.emplace_back([&, i] {
+      ready.fetch_add(1);
+      while (ready.load() < kWriters) std::this_thread::yield();  // start together
+      master::MinionData& store = *stores[static_cast<std::size_t>(i) % stores.size()];
+      results[static_cast<std::size_t>(i)] =
+          store.UpdateMine("race", Value::MapOf({{"f" + std::to_string(i), payload}}), false, max);
+    });
+  }
+  for (auto& t : writers) t.join();
+  int passed = 0;
+  for (const Status& st : results) {
+    if (st.ok()) {
+      ++passed;
+    } else {
+      EXPECT_EQ(st.error().code, ErrorCode::kResourceExhausted) << st.error().ToString();
+    }
+  }
+  EXPECT_EQ(passed, 1);
+  const Value mine = stores[0]->Mine("race");
+  ASSERT_TRUE(mine.is_map());
+  EXPECT_EQ(mine.map()->size(), 1u);
+}
+
 // What one master stores, another reads: grains (held in memory by the PostgreSQL backend,
 // refreshed by its feed), their change and their removal; pillar and mine at once.
 TEST_P(MinionDataContractTest, AnotherMasterSeesWritesChangesAndRemovals) {
@@ -125,7 +189,7 @@ TEST_P(MinionDataContractTest, AnotherMasterSeesWritesChangesAndRemovals) {
   ASSERT_TRUE(m1 && m2);
   EXPECT_FALSE(m2->Grains("x1"));  // m2 has read (and holds) the empty table
   ASSERT_TRUE(m1->Store("x1", kGrains, kPillar).ok());
-  ASSERT_TRUE(m1->UpdateMine("x1", Value::MapOf({{"f", 1}}), false).ok());
+  ASSERT_TRUE(m1->UpdateMine("x1", Value::MapOf({{"f", 1}}), false, 0).ok());
   EXPECT_TRUE(WaitFor([&] { return m2->Grains("x1") == kGrains; }, 10s));
   EXPECT_EQ(m2->Pillar("x1"), kPillar);
   EXPECT_EQ(m2->Mine("x1"), Value::MapOf({{"f", 1}}));

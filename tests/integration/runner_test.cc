@@ -130,7 +130,7 @@ TEST_F(RunnerTest, RunnersPrintWhatStockSaltRunPrinted) {
   // none, so the master's data cache gets the same entries directly.
   master::FileMinionData data(master_.dir() / "cache");
   for (const char* id : {"m001", "m002"}) {
-    ASSERT_TRUE(data.UpdateMine(id, wire::Value::MapOf({{"test.ping", true}}), false).ok());
+    ASSERT_TRUE(data.UpdateMine(id, wire::Value::MapOf({{"test.ping", true}}), false, 0).ok());
   }
   auto job1 = master_.Cli("halite", {"-L", "m001,m002", "test.arg", "1", "two", "a=b"});
   ASSERT_EQ(job1.exit_code, 0) << job1.out << job1.err;

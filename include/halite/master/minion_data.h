@@ -38,7 +38,12 @@ class MinionData {
   virtual Status Remove(std::string_view id) = 0;
 
   // The mine: {fun: data} per minion. `clear` replaces the stored map instead of merging.
-  virtual Status UpdateMine(std::string_view id, const wire::Value& data, bool clear) = 0;
+  // `max_bytes` (0: none) bounds the mine as it would be after the update, counted as each
+  // function's name plus its packed data (MineEntryBytes): past it nothing is stored and the
+  // error is ResourceExhausted. The check and the write are one step, so two updates at once
+  // cannot both pass it (on one master for files; across masters for PostgreSQL).
+  virtual Status UpdateMine(std::string_view id, const wire::Value& data, bool clear,
+                            std::size_t max_bytes) = 0;
   virtual Status DeleteMine(std::string_view id, std::string_view fun) = 0;
   virtual Status FlushMine(std::string_view id) = 0;
   // {} when the minion has no mine data.
@@ -60,7 +65,8 @@ class FileMinionData final : public MinionData {
   std::optional<wire::Value> Pillar(std::string_view id) override;  // read on each call
   Status ClearData(std::string_view id) override;
   Status Remove(std::string_view id) override;
-  Status UpdateMine(std::string_view id, const wire::Value& data, bool clear) override;
+  Status UpdateMine(std::string_view id, const wire::Value& data, bool clear,
+                    std::size_t max_bytes) override;
   Status DeleteMine(std::string_view id, std::string_view fun) override;
   Status FlushMine(std::string_view id) override;
   wire::Value Mine(std::string_view id) override;
@@ -78,6 +84,13 @@ class FileMinionData final : public MinionData {
   std::unordered_map<std::string, Entry> cache_ HALITE_GUARDED_BY(mu_);
   std::mutex mine_mu_;
 };
+
+// What one mine function counts towards max_bytes: its name plus its data packed as stored.
+std::size_t MineEntryBytes(std::string_view fun, const wire::Value& data);
+// The same with the data already packed.
+inline std::size_t MineEntryBytes(std::string_view fun, std::size_t packed_bytes) {
+  return fun.size() + packed_bytes;
+}
 
 // YAML text to a Value with YAML 1.1 scalars as Salt's loader reads them (ints, floats,
 // true/false/yes/no, null/~, quoted strings stay strings). InvalidArgument for what ParseYaml

@@ -73,7 +73,8 @@ class PostgresMinionData final : public master::MinionData {
   std::optional<wire::Value> Pillar(std::string_view id) override;
   Status ClearData(std::string_view id) override;
   Status Remove(std::string_view id) override;
-  Status UpdateMine(std::string_view id, const wire::Value& data, bool clear) override;
+  Status UpdateMine(std::string_view id, const wire::Value& data, bool clear,
+                    std::size_t max_bytes) override;
   Status DeleteMine(std::string_view id, std::string_view fun) override;
   Status FlushMine(std::string_view id) override;
   wire::Value Mine(std::string_view id) override;
