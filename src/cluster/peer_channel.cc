@@ -126,6 +126,9 @@ halite::Status PeerChannel::Impl::ValidateOptions() const {
     if (peer.endpoint.empty()) problems.push_back("peer '" + peer.id + "' has no endpoint");
   }
   if (options_.event_backlog_max == 0) problems.push_back("event_backlog_max must be at least 1");
+  if (options_.event_backlog_max_bytes == 0) {
+    problems.push_back("event_backlog_max_bytes must be at least 1");
+  }
   if (options_.publish_queue_max == 0) problems.push_back("publish_queue_max must be at least 1");
   if (options_.publish_max_age.count() < 0) problems.push_back("publish_max_age < 0");
   if (options_.heartbeat_interval.count() <= 0) problems.push_back("heartbeat_interval <= 0");
@@ -489,7 +492,9 @@ void PeerChannel::Impl::PublishLink(std::size_t i) {
   PeerLinkStatus& status = stats_[i];
   status.connected = link.connected;
   status.events.queued = link.out[Index(PeerClass::kEvent)].queue.size();
+  status.events.queued_bytes = link.out[Index(PeerClass::kEvent)].bytes;
   status.publishes.queued = link.out[Index(PeerClass::kPublish)].queue.size();
+  status.publishes.queued_bytes = link.out[Index(PeerClass::kPublish)].bytes;
   if (status.problem != problem) status.problem = std::move(problem);
 }
 

@@ -104,11 +104,27 @@ class PeerChannel::Impl : public std::enable_shared_from_this<PeerChannel::Impl>
   // One class of our messages towards one peer. Loop thread only.
   struct OutStream {
     std::deque<Pending> queue;    // unacknowledged, oldest first, consecutive seqs
+    std::size_t bytes = 0;        // the kinds and payloads in `queue`
     std::uint64_t next_seq = 1;   // seq of the next Broadcast
     std::uint64_t send_next = 1;  // seq of the next frame to hand to ZeroMQ
     std::uint64_t burst_drops = 0;
     bool dropped_since_tick = false;
     std::uint64_t low() const { return queue.empty() ? next_seq : queue.front().seq; }
+    static std::size_t Size(const Pending& p) {
+      return p.message->kind.size() + p.message->payload.size();
+    }
+    void Push(Pending p) {
+      bytes += Size(p);
+      queue.push_back(std::move(p));
+    }
+    void PopFront() {
+      bytes -= Size(queue.front());
+      queue.pop_front();
+    }
+    void Clear() {
+      queue.clear();
+      bytes = 0;
+    }
   };
 
   // Our sending side towards one peer: the DEALER and one stream per class. Loop thread only.

@@ -46,21 +46,29 @@ void PeerChannel::Impl::Enqueue(std::size_t i, PeerClass cls,
                                 Clock::time_point queued) {
   Link& link = links_[i];
   OutStream& stream = link.out[Index(cls)];
-  stream.queue.push_back(Pending{stream.next_seq++, message, queued});
+  stream.Push(Pending{stream.next_seq++, message, queued});
   // Publishes had their room reserved by BroadcastPublish: their queue never overflows.
-  if (cls == PeerClass::kPublish || stream.queue.size() <= options_.event_backlog_max) return;
-  stream.queue.pop_front();
+  if (cls == PeerClass::kPublish) return;
+  // Events are bounded by count and by bytes: a minion's large returns, fired as events,
+  // would otherwise pile up for a peer that is down (the newest one always stays).
+  std::uint64_t dropped = 0;
+  while (stream.queue.size() > options_.event_backlog_max ||
+         (stream.bytes > options_.event_backlog_max_bytes && stream.queue.size() > 1)) {
+    stream.PopFront();
+    ++dropped;
+  }
+  if (dropped == 0) return;
   stream.send_next = std::max(stream.send_next, stream.low());
   if (stream.burst_drops == 0) {
     spdlog::warn(
-        "peer {}: event backlog full ({} events); dropping the oldest until it catches up "
-        "(publishes are queued apart and are not affected)",
-        link.id, options_.event_backlog_max);
+        "peer {}: event backlog full ({} events or {} bytes); dropping the oldest until it "
+        "catches up (publishes are queued apart and are not affected)",
+        link.id, options_.event_backlog_max, options_.event_backlog_max_bytes);
   }
-  ++stream.burst_drops;
+  stream.burst_drops += dropped;
   stream.dropped_since_tick = true;
   std::lock_guard lock(stats_mu_);
-  ++stats_[i].events.dropped;
+  stats_[i].events.dropped += dropped;
 }
 
 void PeerChannel::Impl::ExpirePublishes(std::size_t i, Clock::time_point now) {
@@ -69,7 +77,7 @@ void PeerChannel::Impl::ExpirePublishes(std::size_t i, Clock::time_point now) {
   OutStream& stream = link.out[Index(PeerClass::kPublish)];
   std::size_t expired = 0;
   while (!stream.queue.empty() && now - stream.queue.front().queued > options_.publish_max_age) {
-    stream.queue.pop_front();
+    stream.PopFront();
     ++expired;
   }
   if (expired == 0) return;
@@ -234,7 +242,7 @@ void PeerChannel::Impl::OnAck(std::size_t i, const AckFrame& ack) {
   OutStream& stream = link.out[Index(ack.cls)];
   std::uint64_t acked = 0;
   while (!stream.queue.empty() && stream.queue.front().seq <= ack.ack) {
-    stream.queue.pop_front();
+    stream.PopFront();
     ++acked;
   }
   if (acked > 0) {

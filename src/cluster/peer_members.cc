@@ -90,7 +90,7 @@ void PeerChannel::Impl::RemovePeerOnLoop(const std::string& id) {
   link.removed = true;
   std::size_t publishes = link.out[Index(PeerClass::kPublish)].queue.size();
   for (OutStream& stream : link.out) {
-    stream.queue.clear();
+    stream.Clear();
     stream.send_next = stream.next_seq;
   }
   ReleasePublishes(i, publishes);

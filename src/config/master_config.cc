@@ -149,6 +149,7 @@ void ReadAll(YamlMapReader& r, MasterConfig& c) {
   r.ReadStringList("cluster_peers", c.cluster_peers, /*allow_single=*/false);
   r.ReadString("cluster_pki_dir", c.cluster_pki_dir);
   r.ReadInt("cluster_pool_port", c.cluster_pool_port, 1, kMaxPort);
+  r.ReadInt("cluster_event_backlog_bytes", c.cluster_event_backlog_bytes, 1, std::int64_t{1} << 40);
   r.ReadString("cluster_backend", c.cluster_backend);
   r.ReadStringList("etcd_endpoints", c.etcd_endpoints, /*allow_single=*/true);
   r.ReadString("etcd_prefix", c.etcd_prefix);

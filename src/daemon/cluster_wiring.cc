@@ -45,6 +45,7 @@ Status MasterDaemon::Impl::WireCluster(const cluster::CurveKeyPair& curve) {
     }
   }
   peer_options.cluster_pki_dir = shared_pki;
+  peer_options.event_backlog_max_bytes = static_cast<std::size_t>(cfg.cluster_event_backlog_bytes);
   peer_options.keys = curve;
   peers =
       std::make_unique<cluster::PeerChannel>(zmq_context, *cluster_loop, std::move(peer_options));
@@ -193,6 +194,7 @@ wire::Value MasterDaemon::Impl::ClusterStatus() {
     for (const auto& [cls, stats] :
          {std::pair{"events", &link.events}, std::pair{"publishes", &link.publishes}}) {
       v.Set(cls, wire::Value::MapOf({{"queued", stats->queued},
+                                     {"queued_bytes", stats->queued_bytes},
                                      {"sent", stats->sent},
                                      {"received", stats->received},
                                      {"dropped", stats->dropped}}));

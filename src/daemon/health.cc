@@ -208,6 +208,9 @@ std::string MasterDaemon::Impl::Metrics() {
          "Messages given up before the peer acknowledged them (events pushed out of a full "
          "backlog, publishes past publish_max_age).");
     help("halite_peer_queued", "gauge", "Messages of a class waiting for the peer's ack.");
+    help("halite_peer_queued_bytes", "gauge",
+         "Bytes of a class's messages waiting for the peer's ack (events: at most "
+         "cluster_event_backlog_bytes).");
     help("halite_peer_sent_total", "counter", "Messages of a class the peer acknowledged.");
     help("halite_peer_received_total", "counter", "Messages of a class received from the peer.");
     help("halite_peer_class_dropped_total", "counter",
@@ -223,6 +226,7 @@ std::string MasterDaemon::Impl::Metrics() {
            {std::pair{"event", &link.events}, std::pair{"publish", &link.publishes}}) {
         std::string class_labels = labels + ",class=\"" + cls + "\"";
         line("halite_peer_queued", class_labels, static_cast<double>(stats->queued));
+        line("halite_peer_queued_bytes", class_labels, static_cast<double>(stats->queued_bytes));
         line("halite_peer_sent_total", class_labels, static_cast<double>(stats->sent));
         line("halite_peer_received_total", class_labels, static_cast<double>(stats->received));
         line("halite_peer_class_dropped_total", class_labels, static_cast<double>(stats->dropped));

@@ -326,6 +326,29 @@ TEST_F(PeerChannelTest, FullBacklogDropsTheOldestAndDeliversTheNewest) {
   EXPECT_EQ(link.backlog, 0u);
 }
 
+// The backlog is bounded in bytes as well as in count: each event here is 100 bytes (its
+// kind and payload), so a budget of 1,000 holds the newest ten.
+TEST_F(PeerChannelTest, BacklogOverItsBytesDropsTheOldest) {
+  Declare("m1");
+  Declare("m2");  // has a key, but is down
+  Launch("m1", [](PeerChannelOptions& options) { options.event_backlog_max_bytes = 1000; });
+  auto payload = [](int i) {
+    std::string p = std::to_string(i);
+    return p + std::string(95 - p.size(), '.');  // "event" + 95 bytes
+  };
+  for (int i = 0; i < 30; ++i) node("m1").channel().Broadcast({"event", payload(i)});
+  ASSERT_TRUE(WaitUntil([&] {
+    PeerLinkStatus link = node("m1").LinkTo("m2");
+    return link.dropped == 20 && link.backlog == 10 && link.events.queued_bytes == 1000;
+  }));
+  Launch("m2");
+  ASSERT_TRUE(node("m2").inbox().WaitForCount("m1", 10));
+  std::vector<std::string> expected;
+  for (int i = 20; i < 30; ++i) expected.push_back(payload(i));
+  EXPECT_EQ(node("m2").inbox().Payloads("m1"), expected);
+  ASSERT_TRUE(WaitUntil([&] { return node("m1").LinkTo("m2").events.queued_bytes == 0; }));
+}
+
 // A minion that floods _minion_event while a peer is away must not cost that peer a job:
 // publishes travel in their own lossless queue, events in a lossy backlog that drops and
 // counts.
@@ -716,6 +739,7 @@ TEST_F(PeerChannelTest, BadOptionsAreAllReported) {
   PeerChannelOptions options = OptionsFor("m1");
   options.peers = {{"m1", "tcp://127.0.0.1:1"}, {"a/b", ""}, {"x", "tcp://x:1"}, {"x", "y"}};
   options.event_backlog_max = 0;
+  options.event_backlog_max_bytes = 0;
   options.publish_queue_max = 0;
   options.link_timeout = options.heartbeat_interval;
   Declare("other");
@@ -729,8 +753,8 @@ TEST_F(PeerChannelTest, BadOptionsAreAllReported) {
     ASSERT_FALSE(status.ok());
     EXPECT_EQ(status.error().code, ErrorCode::kInvalidArgument);
     for (const char* want :
-         {"is this master", "'a/b'", "no endpoint", "listed twice", "event_backlog_max",
-          "publish_queue_max", "link_timeout", "key pair"}) {
+         {"is this master", "'a/b'", "no endpoint", "listed twice", "event_backlog_max ",
+          "event_backlog_max_bytes", "publish_queue_max", "link_timeout", "key pair"}) {
       EXPECT_NE(status.error().message.find(want), std::string::npos) << want;
     }
   }

@@ -321,6 +321,49 @@ TEST_F(ClusterTest, AJobAMinionStartedItselfIsNeverPublishedByAMaster) {
   EXPECT_EQ(publishes(1), 1) << "master 2 published a job a minion started itself";
 }
 
+// A minion's returns are fired as events and every event goes to every peer. While a peer is
+// down they wait for it, and they carry whole returns: by count alone (100,000) a minion
+// could make a master hold gigabytes for a peer that is away. The backlog is bounded in
+// bytes too (cluster_event_backlog_bytes); the oldest go first and are counted.
+TEST_F(ClusterTest, EventsWaitingForADownPeerAreBoundedInBytes) {
+  constexpr std::int64_t kBudget = 8 << 20;
+  extra_yaml_[0] = "cluster_event_backlog_bytes: " + std::to_string(kBudget) + "\n";
+  health_port_ = 4510;
+  MakeCluster(2, /*start=*/true, /*auto_accept=*/true, /*unreachable_peers=*/true);
+  RawMinion big("big", NewKey(), "tcp://" + ips_[0] + ":4506");
+  auto auth = big.Auth(ctx_, std::nullopt);
+  ASSERT_TRUE(auth.ok() && auth->session) << (auth.ok() ? "no session" : auth.error().ToString());
+  constexpr int kReturns = 12;  // 2 MiB each: three times the budget
+  for (int i = 0; i < kReturns; ++i) {
+    auto r = big.Request(ctx_, *auth->session,
+                         wire::Value::MapOf({{"cmd", "_return"},
+                                             {"jid", "nocache"},
+                                             {"fun", "test.echo"},
+                                             {"return", std::string(2 << 20, 'a' + i)},
+                                             {"retcode", 0},
+                                             {"success", true}}));
+    ASSERT_TRUE(r.ok()) << r.error().ToString();
+  }
+  nlohmann::json events;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto status = masters_[0]->Cli("halite-run", {"--out", "json", "cluster.status"});
+        auto parsed = nlohmann::json::parse(status.out, nullptr, false);
+        if (!parsed.is_object() || !parsed.contains("peers") || parsed["peers"].empty()) {
+          return false;
+        }
+        events = parsed["peers"][0].value("events", nlohmann::json());
+        return events.is_object() && events.value("dropped", 0) >= kReturns - 4;
+      },
+      30s, 250ms))
+      << "the backlog for the down peer never dropped its oldest events: " << events.dump();
+  EXPECT_LE(events.value("queued_bytes", std::int64_t{-1}), kBudget) << events.dump();
+  EXPECT_GE(events.value("queued_bytes", std::int64_t{0}), std::int64_t{2} << 20) << events.dump();
+  auto metric = Metric(ips_[0], 4510, "halite_peer_queued_bytes{");
+  ASSERT_TRUE(metric.has_value());
+  EXPECT_LE(*metric, static_cast<double>(kBudget));
+}
+
 // Issue 16, deliver 4: the masters' own network is cut so that master 3 reaches neither peer
 // while its minion, the shared storage and the other two masters (which still reach each
 // other) stay reachable. Here master 3 runs its peer channel on another port, so no link to

@@ -75,7 +75,9 @@ struct PeerChannelOptions {
   std::filesystem::path cluster_pki_dir;
   CurveKeyPair keys;                       // this master's, from LoadOrCreateCurveKeys
   std::size_t event_backlog_max = 100000;  // events per peer; the oldest go beyond it
-  std::size_t publish_queue_max = 10000;   // unacknowledged publishes per peer; then refused
+  // The same in bytes (kinds and payloads): return events carry whole returns.
+  std::size_t event_backlog_max_bytes = 256u << 20;
+  std::size_t publish_queue_max = 10000;  // unacknowledged publishes per peer; then refused
   // A queued publish older than this is given up (the receiver refuses forwarded publishes
   // older than 120 s); 0 keeps them until acknowledged.
   std::chrono::seconds publish_max_age{120};
@@ -88,7 +90,8 @@ struct PeerChannelOptions {
 
 // One class of messages on one link.
 struct PeerClassStatus {
-  std::size_t queued = 0;      // not yet acknowledged by the peer
+  std::size_t queued = 0;  // not yet acknowledged by the peer
+  std::size_t queued_bytes = 0;
   std::uint64_t sent = 0;      // acknowledged by the peer
   std::uint64_t received = 0;  // from the peer, given to the handler
   // Given up before the peer acknowledged them (some may have reached it): events pushed out

@@ -139,6 +139,9 @@ struct MasterConfig {
   std::vector<std::string> cluster_peers;  // the other masters, never this one's id
   std::string cluster_pki_dir;             // Parse*: pki_dir when empty and cluster_id is set
   std::uint16_t cluster_pool_port = 4520;
+  // halite's: the bytes of events waiting for one peer's acknowledgement (a peer that is down
+  // or slow); past it the oldest are dropped and counted. Return events carry whole returns.
+  std::int64_t cluster_event_backlog_bytes = 256 << 20;
   // halite's: where the cluster's membership lives. "files": cluster_peers (by address) and
   // CURVE keys in cluster_pki_dir/peers. "etcd": members register in etcd (docs/cluster.md,
   // "etcd membership"); cluster_peers is not read and ids are names.
