@@ -16,6 +16,13 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// The master's replies on its local socket wrap what it stored (a job's arguments, a
+// minion's return) a few levels deeper and many to one reply: what the master accepted at
+// its own limits (64 levels, 1 Mi values per request) must decode here. The default limits
+// made one minion's 62-byte return, nested 63 deep, break jobs.list_jobs for everyone.
+const wire::UnpackLimits kReplyLimits{
+    .max_depth = 64 + 16, .max_bytes = std::size_t{1} << 30, .max_nodes = std::size_t{64} << 20};
+
 std::vector<std::string> StrVector(const wire::Value* v) {
   std::vector<std::string> out;
   if (!v) return out;
@@ -109,7 +116,7 @@ Result<wire::Value> LocalClient::Request(const wire::Value& load) {
     }
     zmq::message_t reply;
     (void)req_->recv(reply);
-    return wire::Unpack(reply.to_string_view());
+    return wire::Unpack(reply.to_string_view(), kReplyLimits);
   } catch (const zmq::error_t& e) {
     ResetRequestSocket();
     return Error::Unavailable(std::string("request to the master failed: ") + e.what());

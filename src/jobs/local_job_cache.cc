@@ -158,7 +158,9 @@ Status LocalJobCache::SaveJob(const Job& job) {
         /*replace=*/true, sync));
   }  // closing the descriptor releases the lock
   HALITE_RETURN_IF_ERROR(Commit(sync, /*fan_out=*/false));
-  NoteRecent(job.jid);
+  // No marker for a job a minion started itself: no scan publishes it (finding 24), and its
+  // jid is the minion's choice, so one far in the future would never expire.
+  if (!IsMinionJob(job)) NoteRecent(job.jid);
   return OkStatus();
 }
 
@@ -196,13 +198,17 @@ Result<std::vector<std::string>> LocalJobCache::JidsSince(std::string_view since
     if (errno == ENOENT) return std::vector<std::string>{};
     return IoError("open", dir, errno);
   }
-  const std::string expired = GenerateJid(std::chrono::system_clock::now() - kRecentKeep);
+  const auto now = std::chrono::system_clock::now();
+  const std::string expired = GenerateJid(now - kRecentKeep);
+  // Masters make the jids marked here, from their clocks: one from beyond the clocks' skew is
+  // not a job to catch up with (and would never expire).
+  const std::string future = GenerateJid(now + kRecentKeep);
   std::vector<std::string> out;
   errno = 0;
   while (const dirent* e = ::readdir(d)) {
     const std::string_view name = e->d_name;
     if (!IsJid(name)) continue;
-    if (name < std::string_view(expired)) {
+    if (name < std::string_view(expired) || name > std::string_view(future)) {
       (void)::unlinkat(::dirfd(d), e->d_name, 0);  // another master may have been first
       continue;
     }

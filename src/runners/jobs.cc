@@ -209,7 +209,9 @@ Result<RunnerResult> Active(RunnerEnv& env, const BoundArgs& a) {
     for (const auto& [id, r] : gathered.returns) ids += (ids.empty() ? "'" : ", '") + id + "'";
     env.progress("Attempting to contact minions: [" + ids + "]");
   }
-  Value out = Value::EmptyMap();
+  // Keyed: a minion's reply is its own to make, and 300,000 jids in one made Value::Find
+  // and Set (a linear search each) run for tens of minutes.
+  wire::KeyedMap by_jid;
   for (const auto& [minion, r] : gathered.returns) {
     if (progress) env.progress("Received reply from minion " + minion);
     const wire::Array* running = r.ret.array();
@@ -219,16 +221,17 @@ Result<RunnerResult> Active(RunnerEnv& env, const BoundArgs& a) {
       if (!jid) continue;
       const Value* pid = job.Find("pid");
       Value entry = Value::MapOf({{minion, pid ? *pid : Value()}});
-      if (Value* seen = out.Find(*jid)) {
+      if (Value* seen = by_jid.Find(*jid)) {
         seen->Find("Running")->array()->push_back(std::move(entry));
         continue;
       }
       Value info = FormatJidInstance(*jid, job, nullptr);
       info.Set("Running", Value(wire::Array{std::move(entry)}));
       info.Set("Returned", Value::EmptyArray());
-      out.Set(*jid, std::move(info));
+      by_jid.Set(*jid, std::move(info));
     }
   }
+  Value out(std::move(by_jid).Take());
   for (auto& [jid, info] : *out.map()) {
     HALITE_ASSIGN_OR_RETURN(Value stored, LoadJob(env, *jid.str()));
     const Value* returns = stored.Find("returns");
