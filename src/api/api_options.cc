@@ -37,6 +37,8 @@ Result<ApiOptions> ParseApiOptions(const YAML::Node& root) {
   r.ReadDuration("halite_idle_timeout", o.idle_timeout, 1, 86400);
   r.ReadInt("halite_worker_threads", o.worker_threads, 1, 256);
   r.ReadInt("halite_events_max_queue", o.events_max_queue, 16, 10000000);
+  r.ReadInt("halite_events_max_queue_bytes", o.events_max_queue_bytes, 1 << 20,
+            std::int64_t{1} << 40);
   std::vector<config::ConfigProblem> problems = top.problems();
   problems.insert(problems.end(), r.problems().begin(), r.problems().end());
   for (std::string* path : {&o.app_path, &o.static_path, &o.webhook_url}) {

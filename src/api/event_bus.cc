@@ -4,6 +4,8 @@
 #include <spdlog/spdlog.h>
 
 #include "halite/client/local_client.h"
+#include "halite/common/logging.h"
+#include "halite/wire/event.h"
 
 namespace halite::api {
 
@@ -26,8 +28,10 @@ std::string FormatSseEvent(const std::string& tag, const wire::Value& data) {
   return "tag: " + line + "\ndata: " + full.ToJson() + "\n\n";
 }
 
-EventBus::EventBus(std::string sock_dir, std::string cachedir)
-    : sock_dir_(std::move(sock_dir)), cachedir_(std::move(cachedir)) {}
+EventBus::EventBus(std::string sock_dir, std::string cachedir, std::size_t max_event_bytes)
+    : sock_dir_(std::move(sock_dir)),
+      cachedir_(std::move(cachedir)),
+      max_event_bytes_(max_event_bytes) {}
 
 EventBus::~EventBus() { Stop(); }
 
@@ -105,8 +109,24 @@ void EventBus::Run() {
       continue;
     }
     if (!*event || (*event)->first.rfind("halite/probe/", 0) == 0) continue;
-    auto record =
-        std::make_shared<const std::string>(FormatSseEvent((*event)->first, (*event)->second));
+    {
+      std::lock_guard lock(mu_);
+      if (listeners_.empty()) continue;  // formatting costs up to six bytes per byte
+    }
+    auto& [tag, data] = **event;
+    // Salt trims every event on its bus to max_event_size, so its /events carries none
+    // larger; halite's bus keeps returns whole (its CLI reads them), and they are trimmed
+    // here, as a /events client of Salt would see them.
+    if (max_event_bytes_ > 0 &&
+        wire::TrimEventData(data, max_event_bytes_) == wire::EventTrim::kTooLarge) {
+      static LogLimiter limiter(std::chrono::seconds(10));
+      if (auto n = limiter.Pass()) {
+        spdlog::warn("/events: {} is over max_event_size ({} bytes) even trimmed; not sent{}", tag,
+                     max_event_bytes_, SuppressedSuffix(*n));
+      }
+      continue;
+    }
+    auto record = std::make_shared<const std::string>(FormatSseEvent(tag, data));
     std::lock_guard lock(mu_);
     for (auto& [id, listener] : listeners_) listener(record);
   }

@@ -81,7 +81,7 @@ struct ApiServer::Impl {
         authenticator(a),
         netapi(config, options, authenticator),
         router(config, options, authenticator, netapi, counters),
-        bus(config.sock_dir, config.cachedir),
+        bus(config.sock_dir, config.cachedir, static_cast<std::size_t>(config.max_event_size)),
         pool(static_cast<std::size_t>(options.worker_threads)),
         limiter(options.rate_limit_per_second, options.rate_limit_burst) {}
 
@@ -281,22 +281,30 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     beast::get_lowest_layer(stream_).expires_never();
     std::weak_ptr<Session> weak = this->shared_from_this();
     auto queued = queued_;
+    auto queued_bytes = queued_bytes_;
+    auto cut = cut_;
     const std::size_t max = server_.options.events_max_queue;
+    const std::size_t max_bytes = server_.options.events_max_queue_bytes;
     asio::io_context& io = server_.io;
-    subscription_ = server_.bus.Subscribe([weak, queued, max, &io](const EventBus::Record& rec) {
-      // On the bus thread: count, and hand over to the io thread. Past `max` unwritten
-      // events the client is not keeping up; it is cut off rather than buffered without end.
-      const std::size_t before = queued->fetch_add(1);
-      if (before == max) {
-        asio::post(io, [weak] {
-          if (auto self = weak.lock()) self->TooSlow();
+    subscription_ = server_.bus.Subscribe(
+        [weak, queued, queued_bytes, cut, max, max_bytes, &io](const EventBus::Record& rec) {
+          // On the bus thread: count, and hand over to the io thread. Past `max` unwritten
+          // events, or `max_bytes` of them, the client is not keeping up; it is cut off rather
+          // than buffered without end (the counts stay up: the stream is closing).
+          const std::size_t before = queued->fetch_add(1);
+          const std::size_t bytes = queued_bytes->fetch_add(rec->size()) + rec->size();
+          if (before >= max || bytes > max_bytes) {
+            if (!cut->exchange(true)) {
+              asio::post(io, [weak] {
+                if (auto self = weak.lock()) self->TooSlow();
+              });
+            }
+            return;
+          }
+          asio::post(io, [weak, rec] {
+            if (auto self = weak.lock()) self->Enqueue(rec);
+          });
         });
-      }
-      if (before >= max) return;
-      asio::post(io, [weak, rec] {
-        if (auto self = weak.lock()) self->Enqueue(rec);
-      });
-    });
     std::string head =
         "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
         "Cache-Control: no-cache\r\nConnection: keep-alive\r\n"
@@ -304,8 +312,8 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
         "Access-Control-Allow-Origin: " +
         (origin_.empty() ? std::string("*") : origin_) +
         "\r\nAccess-Control-Allow-Credentials: true\r\n\r\n";
-    pending_.emplace_back(std::make_shared<const std::string>(std::move(head)), false);
-    pending_.emplace_back(Chunk("retry: 400\n"), false);
+    pending_.emplace_back(std::make_shared<const std::string>(std::move(head)), 0);
+    pending_.emplace_back(Chunk("retry: 400\n"), 0);
     WriteNext();
     WatchClose();
   }
@@ -318,15 +326,16 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
 
   void Enqueue(const EventBus::Record& rec) {
     if (closed_) return;
-    pending_.emplace_back(Chunk(*rec), true);
+    pending_.emplace_back(Chunk(*rec), rec->size());
     if (!writing_) WriteNext();
   }
 
   void TooSlow() {
     if (closed_) return;
     server_.counters.events_slow_disconnects++;
-    spdlog::warn("/events client {} disconnected: more than {} events behind", remote_ip_,
-                 server_.options.events_max_queue);
+    spdlog::warn("/events client {} disconnected: more than {} events or {} bytes behind",
+                 remote_ip_, server_.options.events_max_queue,
+                 server_.options.events_max_queue_bytes);
     Close();
   }
 
@@ -343,13 +352,14 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     writing_ = true;
     // Named copies, not a structured binding: clang before 16 cannot capture a binding.
     auto rec = pending_.front().first;
-    const bool counted = pending_.front().second;
+    const std::size_t counted = pending_.front().second;
     pending_.pop_front();
     asio::async_write(
         stream_, asio::buffer(*rec),
         [self = this->shared_from_this(), rec, counted](beast::error_code ec, std::size_t) {
-          if (counted) {
+          if (counted > 0) {
             self->queued_->fetch_sub(1);
+            self->queued_bytes_->fetch_sub(counted);
             self->server_.counters.events_sent++;
           }
           if (ec) return self->Close();
@@ -395,8 +405,12 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   double expire_ = 0;
   std::uint64_t subscription_ = 0;
   std::shared_ptr<std::atomic<std::size_t>> queued_ = std::make_shared<std::atomic<std::size_t>>(0);
-  // Records to write, each with whether it is an event (counted in queued_) or the head.
-  std::deque<std::pair<EventBus::Record, bool>> pending_;
+  std::shared_ptr<std::atomic<std::size_t>> queued_bytes_ =
+      std::make_shared<std::atomic<std::size_t>>(0);
+  std::shared_ptr<std::atomic<bool>> cut_ = std::make_shared<std::atomic<bool>>(false);
+  // Records to write, each with the size of its event (counted in queued_ and queued_bytes_),
+  // or 0 for the head.
+  std::deque<std::pair<EventBus::Record, std::size_t>> pending_;
   char sink_[512];
 };
 

@@ -86,7 +86,8 @@ struct ApiServers {
         (root / "app" / "static").string() +
         "\n"
         "  max_request_body_size: 1048576\n"
-        "  halite_events_max_queue: 64\n";
+        "  halite_events_max_queue: 64\n"
+        "  halite_events_max_queue_bytes: 4194304\n";
     return spec;
   }
 
@@ -430,7 +431,64 @@ TEST_F(ApiTest, AnEventsClientThatStopsReadingIsDisconnected) {
   }
   EXPECT_TRUE(WaitFor([&] { return stats() > before; }));
   EXPECT_TRUE(sse.ClosedWithin(20s));
-  EXPECT_NE(servers_->api->Log().find("events behind"), std::string::npos);
+  EXPECT_NE(servers_->api->Log().find("disconnected: more than 64 events"), std::string::npos);
+}
+
+// halite's bus keeps return events whole (its CLI reads returns from them), so a minion's
+// 60 MiB return reached halite-api whole, was formatted to JSON (up to six bytes per byte)
+// whether or not anyone listened, and was copied for each /events client. Salt's bus trims
+// every event to max_event_size; /events now sends what a Salt client would see (finding 33).
+TEST_F(ApiTest, LargeEventsReachEventsTrimmedAsSaltsBusTrimsThem) {
+  const std::string token = Login("alice");
+  SseClient sse(servers_->ip, kApiPort, "/events", {{"X-Auth-Token", token}});
+  ASSERT_EQ(sse.Status(), 200);
+  auto master = client::LocalClient::Connect(
+      {(servers_->master->dir() / "sock").string(), (servers_->master->dir() / "cache").string()});
+  ASSERT_TRUE(master.ok());
+  ASSERT_TRUE((*master)
+                  ->Call(wire::Value::MapOf(
+                      {{"cmd", "_halite_fire_event"},
+                       {"tag", "test/large"},
+                       {"data", wire::Value::MapOf(
+                                    {{"big", std::string(2 << 20, 'x')}, {"small", "kept"}})}}))
+                  .ok());
+  std::optional<SseEvent> e;
+  while ((e = sse.Next(10s)) && e->tag != "test/large") {
+  }
+  ASSERT_TRUE(e) << "test/large never came";
+  Json d = Json::parse(e->data);
+  EXPECT_EQ(d["data"]["big"], "VALUE_TRIMMED");
+  EXPECT_EQ(d["data"]["small"], "kept");
+}
+
+// A client that stops reading is cut off by bytes as well as by count (4 MiB here): events
+// of 768 KiB each, each under max_event_size, reached halite-api's count of 64 only after
+// 48 MiB were held for one client (finding 33).
+TEST_F(ApiTest, AnEventsClientFarBehindInBytesIsDisconnected) {
+  const std::string token = Login("alice");
+  auto stats = [&] {
+    return Body(Call("GET", "/stats",
+                     {{"X-Auth-Token", token}}))["halite-api"]["Slow Event Clients Dropped"]
+        .get<int>();
+  };
+  const int before = stats();
+  SseClient sse(servers_->ip, kApiPort, "/events", {{"X-Auth-Token", token}});
+  ASSERT_EQ(sse.Status(), 200);
+  auto master = client::LocalClient::Connect(
+      {(servers_->master->dir() / "sock").string(), (servers_->master->dir() / "cache").string()});
+  ASSERT_TRUE(master.ok());
+  const std::string blob(768 << 10, 'y');
+  int fired = 0;
+  for (; fired < 48 && stats() == before; ++fired) {
+    ASSERT_TRUE((*master)
+                    ->Call(wire::Value::MapOf({{"cmd", "_halite_fire_event"},
+                                               {"tag", "test/far-behind"},
+                                               {"data", wire::Value::MapOf({{"blob", blob}})}}))
+                    .ok());
+  }
+  EXPECT_TRUE(WaitFor([&] { return stats() > before; }, 10s))
+      << "not cut off after " << fired << " events of 768 KiB";
+  EXPECT_TRUE(sse.ClosedWithin(20s));
 }
 
 TEST_F(ApiTest, HooksFireSaltNetapiHookEvents) {

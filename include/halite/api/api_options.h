@@ -40,6 +40,7 @@ struct ApiOptions {
   int worker_threads = 8;                 // blocking work (PAM, the master's sockets, files)
   std::size_t events_max_queue = 10000;   // events buffered for one /events client before it
                                           // is disconnected as too slow
+  std::size_t events_max_queue_bytes = 64u << 20;  // the same in bytes
 };
 
 // Reads the settings above from the master config document. Every problem in one

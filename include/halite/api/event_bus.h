@@ -28,7 +28,9 @@ class EventBus {
   using Record = std::shared_ptr<const std::string>;
   using Listener = std::function<void(const Record&)>;
 
-  EventBus(std::string sock_dir, std::string cachedir);
+  // `max_event_bytes` (the master's max_event_size; 0: none): larger events have their
+  // large values trimmed as Salt's bus trims them (wire::TrimEventData).
+  EventBus(std::string sock_dir, std::string cachedir, std::size_t max_event_bytes);
   ~EventBus();  // Stop()
   void Start();
   void Stop();
@@ -45,6 +47,7 @@ class EventBus {
 
   const std::string sock_dir_;
   const std::string cachedir_;
+  const std::size_t max_event_bytes_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ HALITE_GUARDED_BY(mu_) = false;
