@@ -1,5 +1,9 @@
 #include "halite/client/output.h"
 
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+
 #include "output_internal.h"
 
 namespace halite::client {
@@ -145,20 +149,97 @@ void CompactJson(const wire::Value& v, std::string& out) {
   }
 }
 
+// Bytes a YAML stream must not carry raw (PyYAML's reader refuses them, and a terminal acts
+// on them): C0 controls but tab and newline (JSON escapes those), DEL, bytes that are not
+// UTF-8, C1 controls (U+0080-U+009F: U+009B is a CSI), the line and paragraph separators
+// and the byte order mark. The character at `i`: its length, and whether it is one of those
+// (a stray byte is one byte long).
+struct YamlChar {
+  std::size_t len;
+  bool unsafe;
+};
+YamlChar YamlCharAt(std::string_view s, std::size_t i) {
+  const auto b = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
+  const unsigned char c = b(i);
+  if (c < 0x80) return {1, c < 0x20 || c == 0x7f};
+  const std::size_t len = (c >= 0xf0 && c < 0xf5) ? 4 : (c >= 0xe0) ? 3 : (c >= 0xc2) ? 2 : 0;
+  if (len == 0 || i + len > s.size()) return {1, true};
+  for (std::size_t k = 1; k < len; ++k) {
+    if ((b(i + k) & 0xc0) != 0x80) return {1, true};
+  }
+  const bool c1 = c == 0xc2 && b(i + 1) < 0xa0;
+  const bool separator = c == 0xe2 && b(i + 1) == 0x80 && (b(i + 2) == 0xa8 || b(i + 2) == 0xa9);
+  const bool bom = c == 0xef && b(i + 1) == 0xbb && b(i + 2) == 0xbf;
+  return {len, c1 || separator || bom};
+}
+
+// A double-quoted scalar: JSON's escapes (which YAML reads; JSON already escapes C0, DEL and
+// stray bytes), plus \uXXXX for the characters YamlCharAt names that JSON passes through.
+std::string YamlQuoted(const wire::Value& v) {
+  const std::string json = v.ToJson();
+  std::string out;
+  out.reserve(json.size());
+  for (std::size_t i = 0; i < json.size();) {
+    const YamlChar ch = YamlCharAt(json, i);
+    if (!ch.unsafe || ch.len == 1) {
+      out.append(json, i, ch.len);
+    } else {
+      const auto b = [&](std::size_t k) { return static_cast<unsigned>(json[i + k]) & 0xffu; };
+      const unsigned cp = ch.len == 2
+                              ? ((b(0) & 0x1f) << 6) | (b(1) & 0x3f)
+                              : ((b(0) & 0x0f) << 12) | ((b(1) & 0x3f) << 6) | (b(2) & 0x3f);
+      char code[8];
+      std::snprintf(code, sizeof code, "\\u%04x", cp);
+      out += code;
+    }
+    i += ch.len;
+  }
+  return out;
+}
+
+// YAML 1.1's implicit types, as PyYAML resolves a plain scalar: a string that reads as one
+// of these is quoted. Numbers are caught broadly (anything made of digits, signs, dots,
+// underscores, colons and the letters of hex, octal and binary prefixes, after an optional
+// sign, that starts with a digit or a dot), which quotes a few strings PyYAML would not.
+bool YamlReadsAsAnotherType(const std::string& s) {
+  for (const char* word : {"true", "True", "TRUE", "false", "False", "FALSE", "yes", "Yes", "YES",
+                           "no",   "No",   "NO",   "on",    "On",    "ON",    "off", "Off", "OFF",
+                           "null", "Null", "NULL", "None",  "~",     "=",     "<<"}) {
+    if (s == word) return true;
+  }
+  std::string_view body = s;
+  if (!body.empty() && (body.front() == '+' || body.front() == '-')) body.remove_prefix(1);
+  for (const char* special : {".inf", ".Inf", ".INF", ".nan", ".NaN", ".NAN"}) {
+    if (body == special) return true;
+  }
+  if (body.empty() ||
+      !(std::isdigit(static_cast<unsigned char>(body.front())) || body.front() == '.')) {
+    return false;
+  }
+  // A date or timestamp: 2001-12-14, 2001-12-14t21:59:43.10-05:00.
+  if (body.size() >= 5 && body[4] == '-' && std::all_of(body.begin(), body.begin() + 4, [](char c) {
+        return std::isdigit(static_cast<unsigned char>(c));
+      })) {
+    return true;
+  }
+  return body.find_first_not_of("0123456789abcdefABCDEFxXoObB_.:+-") == std::string_view::npos;
+}
+
 bool YamlPlainSafe(const std::string& s) {
   if (s.empty()) return false;
   static const std::string kSpecial = ":#{}[],&*!|>'\"%@`\n";
   if (s.find_first_of(kSpecial) != std::string::npos) return false;
   if (s.front() == ' ' || s.back() == ' ' || s.front() == '-' || s.front() == '?') return false;
-  for (const char* word :
-       {"true", "false", "yes", "no", "null", "on", "off", "True", "False", "None", "~"}) {
-    if (s == word) return false;
+  for (std::size_t i = 0; i < s.size();) {
+    const YamlChar ch = YamlCharAt(s, i);
+    if (ch.unsafe) return false;
+    i += ch.len;
   }
-  return s.find_first_not_of("0123456789.+-eE") != std::string::npos;
+  return !YamlReadsAsAnotherType(s);
 }
 
 std::string YamlScalar(const wire::Value& v) {
-  if (const std::string* s = v.str()) return YamlPlainSafe(*s) ? *s : v.ToJson();
+  if (const std::string* s = v.str()) return YamlPlainSafe(*s) ? *s : YamlQuoted(v);
   if (v.is_nil()) return "null";
   if (auto b = v.boolean()) return *b ? "true" : "false";
   return v.ToJson();

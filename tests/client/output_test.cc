@@ -2,6 +2,7 @@
 #include "halite/client/output.h"
 
 #include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
 
 #include <filesystem>
 #include <fstream>
@@ -105,6 +106,59 @@ TEST(OutputTest, YamlQuotesWhatAPlainScalarWouldMisread) {
   for (const char* s : {"true", "no", "None", "12", "1.5", "a: b", "-x", ""}) {
     std::string out = FormatReturn("m", wire::Value(s), OutputFormat::kYaml);
     EXPECT_EQ(out, "m: " + wire::Value(s).ToJson() + "\n") << s;
+  }
+}
+
+// A minion's return reaches an operator's terminal and salt-api's YAML clients through this
+// outputter: control bytes, C1 controls (U+009B is a CSI), line separators, a BOM and stray
+// bytes are escaped in a double-quoted scalar, as PyYAML's safe_dump does, instead of written
+// raw (finding 34); YAML 1.1's other implicit types are quoted too. YAML reads each back as
+// the same string.
+TEST(OutputTest, YamlEscapesControlBytesAndQuotesYaml11Types) {
+  const std::vector<std::string> quoted = {"\x1b[31mred",
+                                           "a\rb",
+                                           "tab\there",
+                                           std::string("nul\0x", 5),
+                                           "\xc2\x9b"
+                                           "2J",
+                                           "\xc2\x85next",
+                                           "line\xe2\x80\xa8sep",
+                                           "\xef\xbb\xbf"
+                                           "bom",
+                                           "0x1F",
+                                           "0o17",
+                                           "0b101",
+                                           "1_000",
+                                           "1:30",
+                                           "Yes",
+                                           "NO",
+                                           "Off",
+                                           "NULL",
+                                           ".inf",
+                                           "-.Inf",
+                                           ".NaN",
+                                           "2001-12-14",
+                                           "2001-12-14t21:59:43.10-05:00",
+                                           "=",
+                                           "<<"};
+  for (const std::string& s : quoted) {
+    const std::string out = FormatReturn("m", wire::Value(s), OutputFormat::kYaml);
+    ASSERT_EQ(out.substr(0, 4), "m: \"") << s;
+    for (std::size_t i = 0; i + 1 < out.size(); ++i) {
+      const auto c = static_cast<unsigned char>(out[i]);
+      EXPECT_FALSE(c < 0x20 || c == 0x7f) << s << " wrote byte " << int(c);
+      EXPECT_FALSE(c == 0xc2 && static_cast<unsigned char>(out[i + 1]) < 0xa0)
+          << s << " wrote a C1 control";
+    }
+    EXPECT_EQ(out.find("\xe2\x80\xa8"), std::string::npos) << s;
+    EXPECT_EQ(out.find("\xef\xbb\xbf"), std::string::npos) << s;
+    EXPECT_EQ(YAML::Load(out)["m"].as<std::string>(), s) << out;
+  }
+  // Stray bytes are escaped one by one, as the JSON outputter does.
+  EXPECT_EQ(FormatReturn("m", wire::Value(std::string("bad\xff")), OutputFormat::kYaml),
+            "m: \"bad\\u00ff\"\n");
+  for (const std::string s : {"web", "caf\xc3\xa9", "hello world", "1.2.3-beta"}) {
+    EXPECT_EQ(FormatReturn("m", wire::Value(s), OutputFormat::kYaml), "m: " + s + "\n");
   }
 }
 
