@@ -23,18 +23,25 @@ using namespace local_fs;
 
 void LocalJobCache::StoreReturn(JobReturn ret, StoreCallback done) {
   ret.load = wire::Value();  // not stored; no need to keep it queued
-  bool accepted = false;
+  const std::size_t bytes =
+      wire::PackedSizeBound(ret.ret) + ret.jid.size() + ret.minion_id.size() + ret.out.size() + 64;
+  std::optional<Error> refused;
   bool wake = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (!stopping_) {
-      queue_.push_back(Pending{std::move(ret), std::move(done), std::chrono::steady_clock::now()});
-      accepted = true;
+    if (stopping_) {
+      refused = Error::FailedPrecondition("job cache is shut down");
+    } else if (queued_bytes_ + bytes > options_.queue_max_bytes && !queue_.empty()) {
+      refused = Error::ResourceExhausted("job cache: the write queue is full");
+    } else {
+      queued_bytes_ += bytes;
+      queue_.push_back(
+          Pending{std::move(ret), std::move(done), std::chrono::steady_clock::now(), bytes});
       wake = queue_.size() == 1 || queue_.size() >= options_.batch_max;
     }
   }
-  if (!accepted) {
-    done(Error::FailedPrecondition("job cache is shut down"));
+  if (refused) {
+    done(*refused);
     return;
   }
   if (wake) cv_.notify_one();
@@ -55,8 +62,10 @@ void LocalJobCache::WriterMain() {
         }
         if (queue_.size() <= options_.batch_max) {
           batch.swap(queue_);
+          queued_bytes_ = 0;
         } else {
           for (std::size_t i = 0; i < options_.batch_max; ++i) {
+            queued_bytes_ -= queue_.front().bytes;
             batch.push_back(std::move(queue_.front()));
             queue_.pop_front();
           }

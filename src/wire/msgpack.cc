@@ -356,6 +356,29 @@ std::string Pack(const Value& value, Packing packing) {
   return out;
 }
 
+std::size_t PackedSizeBound(const Value& value) {
+  return std::visit(
+      [](const auto& x) -> std::size_t {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<T, Str>) {
+          return 5 + x.bytes.size();
+        } else if constexpr (std::is_same_v<T, Array>) {
+          std::size_t n = 5;
+          for (const Value& e : x) n += PackedSizeBound(e);
+          return n;
+        } else if constexpr (std::is_same_v<T, Map>) {
+          std::size_t n = 5;
+          for (const auto& [k, v] : x) n += PackedSizeBound(k) + PackedSizeBound(v);
+          return n;
+        } else if constexpr (std::is_same_v<T, Ext>) {
+          return 6 + x.data.size();
+        } else {
+          return 9;  // nil, bool, integers, double
+        }
+      },
+      value.variant());
+}
+
 Result<Value> Unpack(std::string_view bytes, const UnpackLimits& limits) {
   if (bytes.size() > limits.max_bytes) {
     return Error::ResourceExhausted("msgpack: document of " + std::to_string(bytes.size()) +

@@ -81,12 +81,14 @@ class LocalJobCacheTest : public ::testing::TestWithParam<FsyncMode> {
   }
 
   std::unique_ptr<LocalJobCache> Open(std::size_t batch_max = 512,
-                                      std::chrono::milliseconds max_delay = 0ms) {
+                                      std::chrono::milliseconds max_delay = 0ms,
+                                      std::size_t queue_max_bytes = 256u << 20) {
     LocalJobCacheOptions options;
     options.cachedir = cachedir_;
     options.fsync_mode = GetParam();
     options.batch_max = batch_max;
     options.max_delay = max_delay;
+    options.queue_max_bytes = queue_max_bytes;
     auto cache = LocalJobCache::Open(options);
     HALITE_CHECK(cache.ok()) << cache.error().ToString();
     return std::move(cache).value();
@@ -397,6 +399,26 @@ TEST_P(LocalJobCacheTest, SmallBatchesWithDelayStoreEverything) {
   }
   ASSERT_TRUE(tally.WaitFor(50));
   EXPECT_EQ(tally.stored(), 50u) << tally.last_error();
+}
+
+// Returns waiting for the writer are bounded in bytes, as the PostgreSQL cache's are: with a
+// stalled shared folder they piled up in memory. Here the writer holds a partial batch for
+// max_delay (5 s), so what comes meanwhile waits in the queue: with room for 1 MiB, of ten
+// returns of 300 KiB the first three wait and the others are refused at once (not
+// acknowledged, so their minions send them again).
+TEST_P(LocalJobCacheTest, ReturnsWaitingForTheWriterAreBoundedInBytes) {
+  cache_ = Open(/*batch_max=*/512, /*max_delay=*/5000ms, /*queue_max_bytes=*/1u << 20);
+  OutcomeTally tally;
+  for (int i = 0; i < 10; ++i) {
+    cache_->StoreReturn(
+        MakeReturn("20250101120000123456", Id("m", i), wire::Value(std::string(300 << 10, 'r'))),
+        tally.Callback());
+  }
+  ASSERT_TRUE(tally.WaitFor(10));
+  EXPECT_EQ(tally.stored(), 3u);
+  EXPECT_EQ(tally.errors(), 7u);
+  EXPECT_NE(tally.last_error().find("write queue is full"), std::string::npos)
+      << tally.last_error();
 }
 
 TEST_P(LocalJobCacheTest, SharedDirectoryBetweenTwoInstances) {

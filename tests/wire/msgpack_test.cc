@@ -72,6 +72,21 @@ TEST(MsgpackTest, EveryVectorRoundTripsThroughUnpack) {
   }
 }
 
+TEST(MsgpackTest, PackedSizeBoundIsAtLeastThePackedSize) {
+  auto vectors = LoadVectors();
+  for (const auto& c : vectors["cases"]) {
+    SCOPED_TRACE(c["name"].get<std::string>());
+    Value v = FromJson(c["value"]);
+    EXPECT_GE(PackedSizeBound(v), Pack(v, Packing::kWire).size());
+    EXPECT_GE(PackedSizeBound(v), Pack(v, Packing::kBinType).size());
+  }
+  const Value big = Value::MapOf({{"s", std::string(70000, 'x')},
+                                  {"l", Value(Array(20, Value(-1.5)))},
+                                  {"i", Value(std::uint64_t{1} << 63)}});
+  EXPECT_GE(PackedSizeBound(big), Pack(big, Packing::kWire).size());
+  EXPECT_LE(PackedSizeBound(big), Pack(big, Packing::kWire).size() + 64);
+}
+
 TEST(MsgpackTest, StrAndBinReadAsOneByteStringWithoutUtf8Checks) {
   std::string invalid_utf8 = "\xff\xfe\x80";
   auto as_str = Unpack("\xa3" + invalid_utf8);

@@ -61,6 +61,10 @@ struct LocalJobCacheOptions {
   // Threads that write a batch's returns (and, with kPerFile, fsync them) in parallel; the
   // writer thread is one of them. Creating files is kernel work, so this scales with cores.
   std::size_t io_threads = 2;
+  // Returns waiting for the writer, in bytes (wire::PackedSizeBound): past it a return is
+  // refused (ResourceExhausted: not acknowledged, so its minion sends it again), as the
+  // PostgreSQL cache's queue_max_bytes. A stalled shared folder otherwise piled them up.
+  std::size_t queue_max_bytes = 256u << 20;
 };
 
 class LocalJobCache final : public JobCache {
@@ -108,6 +112,7 @@ class LocalJobCache final : public JobCache {
     JobReturn ret;
     StoreCallback done;
     std::chrono::steady_clock::time_point queued;
+    std::size_t bytes = 0;  // counted in queued_bytes_
   };
   class SyncSet;
   struct Worker;
@@ -153,6 +158,7 @@ class LocalJobCache final : public JobCache {
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Pending> queue_ HALITE_GUARDED_BY(mu_);
+  std::size_t queued_bytes_ HALITE_GUARDED_BY(mu_) = 0;
   bool stopping_ HALITE_GUARDED_BY(mu_) = false;
 
   // The writer hands a fan-out to the helpers ("jobs-io-N") through these.

@@ -130,6 +130,8 @@ enum class Packing {
 
 std::string Pack(const Value& value, Packing packing = Packing::kWire);
 void PackTo(const Value& value, Packing packing, std::string& out);
+// At least Pack(value, any packing).size(), without packing: for budgets of queued values.
+std::size_t PackedSizeBound(const Value& value);
 
 struct UnpackLimits {
   std::size_t max_depth = 64;
