@@ -73,9 +73,12 @@ std::string FormatRunnerValue(const wire::Value& value, client::OutputFormat for
   switch (format) {
     case OutputFormat::kNested:
       return Dedent(text, 4);
-    case OutputFormat::kYaml:
-      if (text.rfind(kKey + ": ", 0) == 0) return text.substr(kKey.size() + 2);
+    case OutputFormat::kYaml: {
+      // YAML quotes a control byte: a plain placeholder there.
+      text = client::FormatReturn("k", v, format);
+      if (text.rfind("k: ", 0) == 0) return text.substr(3);
       return Dedent(text, 2);
+    }
     case OutputFormat::kTxt:
       return text.substr(std::min(text.size(), kKey.size() + 2));
     case OutputFormat::kJson:
