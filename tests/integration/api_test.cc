@@ -145,6 +145,26 @@ class ApiTest : public ::testing::Test {
     return Call("POST", path, h, lowstate.dump());
   }
   static Json Body(const HttpResponse& r) { return Json::parse(r.body, nullptr, false); }
+  // /stats' count of /events clients cut off as too slow (read with `token`).
+  static int SlowEventClientsDropped(const std::string& token) {
+    return Body(Call("GET", "/stats",
+                     {{"X-Auth-Token", token}}))["halite-api"]["Slow Event Clients Dropped"]
+        .get<int>();
+  }
+  // A local client of the master behind halite-api, as its CLIs have.
+  static std::unique_ptr<client::LocalClient> MasterClient() {
+    auto master = client::LocalClient::Connect({(servers_->master->dir() / "sock").string(),
+                                                (servers_->master->dir() / "cache").string()});
+    EXPECT_TRUE(master.ok()) << master.error().ToString();
+    return master.ok() ? std::move(*master) : nullptr;
+  }
+  // Fires an event on the master's bus, as _halite_fire_event does for salt-api's hooks.
+  static bool Fire(client::LocalClient& master, const std::string& tag, wire::Value data) {
+    return master
+        .Call(wire::Value::MapOf(
+            {{"cmd", "_halite_fire_event"}, {"tag", tag}, {"data", std::move(data)}}))
+        .ok();
+  }
   // /stats' count of failed logins (read as alice).
   static int FailedLogins() {
     const std::string token = Login("alice");
@@ -274,15 +294,14 @@ TEST_F(ApiTest, AnAclAllowingOnlyTestRefusesCmdRun) {
   EXPECT_EQ(Lowstate(bob, {{"client", "wheel"}, {"fun", "key.list_all"}}).status, 401);
   EXPECT_EQ(Call("GET", "/minions", {{"X-Auth-Token", bob}}).status, 401);  // grains.items
   // The master itself refuses: a publish with bob's token over its socket.
-  auto master = client::LocalClient::Connect(
-      {(servers_->master->dir() / "sock").string(), (servers_->master->dir() / "cache").string()});
-  ASSERT_TRUE(master.ok());
+  auto master = MasterClient();
+  ASSERT_TRUE(master);
   client::PublishRequest req;
   req.tgt = "*";
   req.fun = "cmd.run";
   req.arg = {"id"};
   req.token = bob;
-  auto refused = (*master)->Publish(req);
+  auto refused = master->Publish(req);
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.error().message.find("AuthorizationError"), std::string::npos);
   // Target-scoped: cmd.run on web* only.
@@ -376,15 +395,14 @@ TEST_F(ApiTest, EventsStreamEveryEventOfABurstInOrder) {
   // A burst of 3000 events fired on the master's bus as fast as it takes them, while this
   // reader keeps reading, as a client of the stream does (one that stops is cut: the test
   // below). Not reading until the burst is over would test the kernel's socket buffers.
-  auto master = client::LocalClient::Connect(
-      {(servers_->master->dir() / "sock").string(), (servers_->master->dir() / "cache").string()});
-  ASSERT_TRUE(master.ok());
+  auto master = MasterClient();
+  ASSERT_TRUE(master);
   constexpr int kBurst = 3000;
   auto burst = std::async(std::launch::async, [&]() -> std::string {
     for (int i = 0; i < kBurst; ++i) {
-      auto fired = (*master)->Call(wire::Value::MapOf({{"cmd", "_halite_fire_event"},
-                                                       {"tag", "test/burst/" + std::to_string(i)},
-                                                       {"data", wire::Value::MapOf({{"i", i}})}}));
+      auto fired = master->Call(wire::Value::MapOf({{"cmd", "_halite_fire_event"},
+                                                    {"tag", "test/burst/" + std::to_string(i)},
+                                                    {"data", wire::Value::MapOf({{"i", i}})}}));
       if (!fired.ok()) return "event " + std::to_string(i) + ": " + fired.error().message;
     }
     return "";
@@ -407,26 +425,17 @@ TEST_F(ApiTest, EventsStreamEveryEventOfABurstInOrder) {
 
 TEST_F(ApiTest, AnEventsClientThatStopsReadingIsDisconnected) {
   const std::string token = Login("alice");
-  auto stats = [&] {
-    return Body(Call("GET", "/stats",
-                     {{"X-Auth-Token", token}}))["halite-api"]["Slow Event Clients Dropped"]
-        .get<int>();
-  };
+  auto stats = [&] { return SlowEventClientsDropped(token); };
   const int before = stats();
   SseClient sse(servers_->ip, kApiPort, "/events", {{"X-Auth-Token", token}});
   ASSERT_EQ(sse.Status(), 200);
   // Never read again: the kernel buffers fill, then halite-api's queue (64 events here).
-  auto master = client::LocalClient::Connect(
-      {(servers_->master->dir() / "sock").string(), (servers_->master->dir() / "cache").string()});
-  ASSERT_TRUE(master.ok());
+  auto master = MasterClient();
+  ASSERT_TRUE(master);
   const std::string blob(4096, 'x');
   bool dropped = false;
   for (int i = 0; i < 20000 && !dropped; ++i) {
-    ASSERT_TRUE((*master)
-                    ->Call(wire::Value::MapOf({{"cmd", "_halite_fire_event"},
-                                               {"tag", "test/slow"},
-                                               {"data", wire::Value::MapOf({{"blob", blob}})}}))
-                    .ok());
+    ASSERT_TRUE(Fire(*master, "test/slow", wire::Value::MapOf({{"blob", blob}})));
     if (i % 500 == 499) dropped = stats() > before;
   }
   EXPECT_TRUE(WaitFor([&] { return stats() > before; }));
@@ -442,16 +451,10 @@ TEST_F(ApiTest, LargeEventsReachEventsTrimmedAsSaltsBusTrimsThem) {
   const std::string token = Login("alice");
   SseClient sse(servers_->ip, kApiPort, "/events", {{"X-Auth-Token", token}});
   ASSERT_EQ(sse.Status(), 200);
-  auto master = client::LocalClient::Connect(
-      {(servers_->master->dir() / "sock").string(), (servers_->master->dir() / "cache").string()});
-  ASSERT_TRUE(master.ok());
-  ASSERT_TRUE((*master)
-                  ->Call(wire::Value::MapOf(
-                      {{"cmd", "_halite_fire_event"},
-                       {"tag", "test/large"},
-                       {"data", wire::Value::MapOf(
-                                    {{"big", std::string(2 << 20, 'x')}, {"small", "kept"}})}}))
-                  .ok());
+  auto master = MasterClient();
+  ASSERT_TRUE(master);
+  ASSERT_TRUE(Fire(*master, "test/large",
+                   wire::Value::MapOf({{"big", std::string(2 << 20, 'x')}, {"small", "kept"}})));
   std::optional<SseEvent> e;
   while ((e = sse.Next(10s)) && e->tag != "test/large") {
   }
@@ -466,25 +469,16 @@ TEST_F(ApiTest, LargeEventsReachEventsTrimmedAsSaltsBusTrimsThem) {
 // 48 MiB were held for one client (finding 33).
 TEST_F(ApiTest, AnEventsClientFarBehindInBytesIsDisconnected) {
   const std::string token = Login("alice");
-  auto stats = [&] {
-    return Body(Call("GET", "/stats",
-                     {{"X-Auth-Token", token}}))["halite-api"]["Slow Event Clients Dropped"]
-        .get<int>();
-  };
+  auto stats = [&] { return SlowEventClientsDropped(token); };
   const int before = stats();
   SseClient sse(servers_->ip, kApiPort, "/events", {{"X-Auth-Token", token}});
   ASSERT_EQ(sse.Status(), 200);
-  auto master = client::LocalClient::Connect(
-      {(servers_->master->dir() / "sock").string(), (servers_->master->dir() / "cache").string()});
-  ASSERT_TRUE(master.ok());
+  auto master = MasterClient();
+  ASSERT_TRUE(master);
   const std::string blob(768 << 10, 'y');
   int fired = 0;
   for (; fired < 48 && stats() == before; ++fired) {
-    ASSERT_TRUE((*master)
-                    ->Call(wire::Value::MapOf({{"cmd", "_halite_fire_event"},
-                                               {"tag", "test/far-behind"},
-                                               {"data", wire::Value::MapOf({{"blob", blob}})}}))
-                    .ok());
+    ASSERT_TRUE(Fire(*master, "test/far-behind", wire::Value::MapOf({{"blob", blob}})));
   }
   EXPECT_TRUE(WaitFor([&] { return stats() > before; }, 10s))
       << "not cut off after " << fired << " events of 768 KiB";
