@@ -4,7 +4,7 @@
 // anywhere, so a master that scans the last minute of jobs misses none of them.
 //
 // A scan lists the jobs saved within `window` and at least `settle` ago (a forward from a live
-// peer takes milliseconds; the scan is for the ones that never come), at most `max` of them,
+// peer takes milliseconds; the scan is for the ones that never come), `max` at a time,
 // and publishes each one not yet in `published` (shared with cluster::PublishForwarder), with
 // the minions that returned already left out of its target (as a replay does; the others drop
 // a jid they already have). A restarted master publishes the last minute's jobs too: a peer
@@ -27,7 +27,8 @@ namespace halite::master {
 struct JobCacheScanOptions {
   std::chrono::seconds window{60};
   std::chrono::seconds settle{2};
-  std::size_t max = 1000;
+  std::size_t max = 1000;      // jids read from the job cache at once
+  std::size_t max_pages = 10;  // reads of `max` per scan: at most 10,000 jobs a scan
 };
 
 class JobCacheScan {
@@ -45,6 +46,9 @@ class JobCacheScan {
   std::uint64_t published() const { return published_count_.load(); }
 
  private:
+  // Publishes `jid` unless it was published here already, a minion started it, or every
+  // minion it expects has returned.
+  void Consider(const std::string& jid);
   jobs::JobCache& cache_;
   JobPublisher& local_;
   RecentJobs& recent_;
