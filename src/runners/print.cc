@@ -68,17 +68,15 @@ std::string FormatRunnerValue(const wire::Value& value, client::OutputFormat for
   }
   // Another value: the outputter's text for it under a placeholder key, with that key's line
   // (and its indent) taken away again.
-  static const std::string kKey = "\x01";
+  // Plain text: the YAML outputter quotes a key with a control byte in it.
+  static const std::string kKey = "k";
   std::string text = client::FormatReturn(kKey, v, format);
   switch (format) {
     case OutputFormat::kNested:
       return Dedent(text, 4);
-    case OutputFormat::kYaml: {
-      // YAML quotes a control byte: a plain placeholder there.
-      text = client::FormatReturn("k", v, format);
-      if (text.rfind("k: ", 0) == 0) return text.substr(3);
+    case OutputFormat::kYaml:
+      if (text.rfind(kKey + ": ", 0) == 0) return text.substr(kKey.size() + 2);
       return Dedent(text, 2);
-    }
     case OutputFormat::kTxt:
       return text.substr(std::min(text.size(), kKey.size() + 2));
     case OutputFormat::kJson:
