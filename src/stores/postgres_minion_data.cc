@@ -320,7 +320,6 @@ Status PostgresMinionData::UpdateMine(std::string_view id, const wire::Value& da
       kept_bytes = static_cast<std::size_t>(kept.Int8(0, 0));
     }
     if (const std::size_t total = kept_bytes + sent_bytes; total > max_bytes) {
-      HALITE_RETURN_IF_ERROR(conn.Exec("ROLLBACK", deadline));
       return Error::ResourceExhausted("the mine of " + std::string(id) + " would be " +
                                       std::to_string(total) + " bytes, over " +
                                       std::to_string(max_bytes));
@@ -330,7 +329,7 @@ Status PostgresMinionData::UpdateMine(std::string_view id, const wire::Value& da
   };
   return Run<void>([&](jobs::PgConnection& conn) -> Status {
     Status st = bounded(conn);
-    if (!st.ok() && st.error().code != ErrorCode::kResourceExhausted && !conn.broken()) {
+    if (!st.ok() && !conn.broken()) {
       (void)conn.Exec("ROLLBACK", Deadline());  // leave no transaction open on a pooled connection
     }
     return st;
