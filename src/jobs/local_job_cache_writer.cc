@@ -23,8 +23,7 @@ using namespace local_fs;
 
 void LocalJobCache::StoreReturn(JobReturn ret, StoreCallback done) {
   ret.load = wire::Value();  // not stored; no need to keep it queued
-  const std::size_t bytes =
-      wire::PackedSizeBound(ret.ret) + ret.jid.size() + ret.minion_id.size() + ret.out.size() + 64;
+  const std::size_t bytes = QueuedReturnBytes(ret, wire::PackedSizeBound(ret.ret));
   std::optional<Error> refused;
   bool wake = false;
   {

@@ -54,7 +54,7 @@ void PostgresJobCache::StoreReturn(JobReturn ret, StoreCallback done) {
 }
 
 std::size_t PostgresJobCache::QueuedBytes(const Pending& p) {
-  return p.packed.size() + p.ret.jid.size() + p.ret.minion_id.size() + p.ret.out.size() + 64;
+  return QueuedReturnBytes(p.ret, p.packed.size());
 }
 
 void PostgresJobCache::WriterMain() {

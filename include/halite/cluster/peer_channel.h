@@ -90,10 +90,10 @@ struct PeerChannelOptions {
 
 // One class of messages on one link.
 struct PeerClassStatus {
-  std::size_t queued = 0;  // not yet acknowledged by the peer
-  std::size_t queued_bytes = 0;
-  std::uint64_t sent = 0;      // acknowledged by the peer
-  std::uint64_t received = 0;  // from the peer, given to the handler
+  std::size_t queued = 0;        // not yet acknowledged by the peer
+  std::size_t queued_bytes = 0;  // their kinds and payloads
+  std::uint64_t sent = 0;        // acknowledged by the peer
+  std::uint64_t received = 0;    // from the peer, given to the handler
   // Given up before the peer acknowledged them (some may have reached it): events pushed out
   // of a full backlog; publishes older than publish_max_age.
   std::uint64_t dropped = 0;

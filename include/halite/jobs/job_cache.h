@@ -33,6 +33,12 @@ struct JobReturn {
   wire::Value load;  // the full _return load as received, for events; not necessarily stored
 };
 
+// What a queued return counts towards a job cache's write-queue bound: its packed (or
+// bounded: wire::PackedSizeBound) return value, its texts and a fixed overhead.
+inline std::size_t QueuedReturnBytes(const JobReturn& r, std::size_t ret_bytes) {
+  return ret_bytes + r.jid.size() + r.minion_id.size() + r.out.size() + 64;
+}
+
 // A published job.
 struct Job {
   std::string jid;
